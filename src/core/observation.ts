@@ -1,0 +1,273 @@
+/**
+ * Observation v0 (`memory_utility_observation_v0`): the structural validator,
+ * its normalization, the canonical id, the fingerprint and the typed reason
+ * codes, as `loopx.capabilities.reward_memory.memory_utility` defines them.
+ */
+import { canonicalJson } from "./canonical-json.js";
+import { sha256Hex } from "./digest.js";
+import { ContractError, ObservationValidationError, fail } from "./errors.js";
+import {
+  asObject,
+  falseBoundary,
+  memoryDigests,
+  opaqueRef,
+  refList,
+  requireExactFields,
+  scopeOf,
+  timestampField,
+  type Scope,
+} from "./fields.js";
+import { pyStrStrip } from "./pystr.js";
+import { PyFloat, isPyObject, type PyObject, type PyValue } from "./pyvalue.js";
+
+export const OBSERVATION_SCHEMA_VERSION = "memory_utility_observation_v0";
+
+export const UTILITY_LABELS = ["helpful", "harmful", "neutral", "unknown"] as const;
+export const ATTRIBUTION_LEVELS = ["item", "set", "none"] as const;
+export const EVIDENCE_BASES = [
+  "owner_correction",
+  "controlled_replay",
+  "deterministic_effect",
+  "evaluator_inference",
+  "insufficient",
+] as const;
+export type UtilityLabel = (typeof UTILITY_LABELS)[number];
+export type AttributionLevel = (typeof ATTRIBUTION_LEVELS)[number];
+export type EvidenceBasis = (typeof EVIDENCE_BASES)[number];
+
+const UTILITY_LABEL_SET: ReadonlySet<string> = new Set(UTILITY_LABELS);
+const ATTRIBUTION_LEVEL_SET: ReadonlySet<string> = new Set(ATTRIBUTION_LEVELS);
+const EVIDENCE_BASIS_SET: ReadonlySet<string> = new Set(EVIDENCE_BASES);
+const STRONG_BASES: ReadonlySet<string> = new Set(["owner_correction", "controlled_replay", "deterministic_effect"]);
+
+const MAX_REASON_CODES = 12;
+const MAX_EVIDENCE_REFS = 16;
+
+export const WRITE_BOUNDARY_FIELDS = [
+  "grants_new_action_authority",
+  "provider_write_performed",
+  "external_writes_performed",
+  "raw_content_captured",
+] as const;
+
+export const OBSERVATION_FIELDS: ReadonlySet<string> = new Set([
+  "schema_version",
+  "observation_id",
+  "scope",
+  "application_receipt_id",
+  "memory_ref_digests",
+  "retrieval_snapshot_ref",
+  "policy_snapshot_ref",
+  "outcome_ref",
+  "utility_label",
+  "attribution_level",
+  "evidence_basis",
+  "confidence",
+  "reason_codes",
+  "evidence_refs",
+  "evaluator_ref",
+  "evaluation_version",
+  "created_at",
+  ...WRITE_BOUNDARY_FIELDS,
+]);
+
+/** The fields the observation id is computed over. */
+export const IDENTITY_FIELDS = [
+  "schema_version",
+  "scope",
+  "application_receipt_id",
+  "memory_ref_digests",
+  "retrieval_snapshot_ref",
+  "policy_snapshot_ref",
+  "outcome_ref",
+  "attribution_level",
+  "evidence_basis",
+  "evidence_refs",
+  "evaluator_ref",
+  "evaluation_version",
+] as const;
+
+/** A normalized observation. `confidence` is a Python float. */
+export interface Observation {
+  schema_version: typeof OBSERVATION_SCHEMA_VERSION;
+  observation_id: string;
+  scope: Scope;
+  application_receipt_id: string;
+  memory_ref_digests: string[];
+  retrieval_snapshot_ref: string;
+  policy_snapshot_ref: string;
+  outcome_ref: string;
+  utility_label: UtilityLabel;
+  attribution_level: AttributionLevel;
+  evidence_basis: EvidenceBasis;
+  confidence: number;
+  reason_codes: string[];
+  evidence_refs: string[];
+  evaluator_ref: string;
+  evaluation_version: string;
+  created_at: string;
+  grants_new_action_authority: false;
+  provider_write_performed: false;
+  external_writes_performed: false;
+  raw_content_captured: false;
+}
+
+export interface UtilityFields {
+  utility_label: UtilityLabel;
+  attribution_level: AttributionLevel;
+  evidence_basis: EvidenceBasis;
+  confidence: number;
+  reason_codes: string[];
+  evidence_refs: string[];
+  evaluator_ref: string;
+  evaluation_version: string;
+}
+
+/** `float(value)` for a confidence; every failure has one message. */
+export function confidenceOf(value: PyValue | undefined): number {
+  const message = "confidence must be a finite number between 0 and 1";
+  let result: number;
+  if (value instanceof PyFloat) result = value.value;
+  else if (typeof value === "number") result = value;
+  else if (typeof value === "bigint") result = Number(value); // beyond 1e308 this is ±Infinity: Python's OverflowError
+  else fail(message);
+  if (!Number.isFinite(result) || !(result >= 0 && result <= 1)) fail(message);
+  return result; // -0.0 stays -0.0, as float(-0.0) does
+}
+
+/** `_utility_fields`: enums, evidence refs, the cross-field rules, then the rest, in the reference's order. */
+export function utilityFields(value: PyObject): UtilityFields {
+  const utilityLabel = pyStrStrip(value.utility_label);
+  const attributionLevel = pyStrStrip(value.attribution_level);
+  const evidenceBasis = pyStrStrip(value.evidence_basis);
+  if (!UTILITY_LABEL_SET.has(utilityLabel)) fail("utility_label is invalid");
+  if (!ATTRIBUTION_LEVEL_SET.has(attributionLevel)) fail("attribution_level is invalid");
+  if (!EVIDENCE_BASIS_SET.has(evidenceBasis)) fail("evidence_basis is invalid");
+  const evidenceRefs = refList(value.evidence_refs, "evidence_refs", MAX_EVIDENCE_REFS);
+  if (evidenceBasis === "insufficient" && utilityLabel !== "unknown") {
+    fail("insufficient evidence must produce unknown utility");
+  }
+  if (STRONG_BASES.has(evidenceBasis) && evidenceRefs.length === 0) {
+    fail("strong evidence basis requires evidence_refs");
+  }
+  if (attributionLevel === "none" && utilityLabel !== "unknown") fail("none attribution must produce unknown utility");
+  if (utilityLabel !== "unknown" && evidenceRefs.length === 0) fail("non-unknown utility requires evidence_refs");
+  return {
+    utility_label: utilityLabel as UtilityLabel,
+    attribution_level: attributionLevel as AttributionLevel,
+    evidence_basis: evidenceBasis as EvidenceBasis,
+    confidence: confidenceOf(value.confidence),
+    reason_codes: refList(value.reason_codes, "reason_codes", MAX_REASON_CODES),
+    evidence_refs: evidenceRefs,
+    evaluator_ref: opaqueRef(value.evaluator_ref, "evaluator_ref"),
+    evaluation_version: opaqueRef(value.evaluation_version, "evaluation_version"),
+  };
+}
+
+/** The id identity of a normalized observation: ASCII strings and lists only. */
+export function observationIdOf(obs: Pick<Observation, (typeof IDENTITY_FIELDS)[number]>): string {
+  const identity: PyObject = {};
+  for (const key of IDENTITY_FIELDS) identity[key] = obs[key] as PyValue;
+  return "muo_" + sha256Hex(canonicalJson(identity));
+}
+
+/** The observation as JSON values (confidence boxed as a Python float). */
+export function observationToPy(obs: Observation, withoutCreatedAt = false): PyObject {
+  const out: PyObject = { ...(obs as unknown as PyObject), scope: { ...obs.scope }, confidence: new PyFloat(obs.confidence) };
+  if (withoutCreatedAt) delete out.created_at;
+  return out;
+}
+
+/** `muof_` fingerprint: every field but `created_at`, so retries share it. */
+export function observationFingerprint(obs: Observation): string {
+  return "muof_" + sha256Hex(canonicalJson(observationToPy(obs, true)));
+}
+
+function normalizeObservation(value: PyValue | undefined): Observation {
+  const raw = asObject(value, "observation");
+  requireExactFields(raw, OBSERVATION_FIELDS, "observation");
+  if (raw.schema_version !== OBSERVATION_SCHEMA_VERSION) {
+    fail("observation.schema_version must be memory_utility_observation_v0");
+  }
+  for (const key of WRITE_BOUNDARY_FIELDS) falseBoundary(raw, key, "observation");
+  const observationId = opaqueRef(raw.observation_id, "observation.observation_id");
+  const scope = scopeOf(raw.scope, "observation.scope");
+  const applicationReceiptId = opaqueRef(raw.application_receipt_id, "observation.application_receipt_id");
+  const digests = memoryDigests(raw.memory_ref_digests, "observation.memory_ref_digests");
+  const retrieval = opaqueRef(raw.retrieval_snapshot_ref, "observation.retrieval_snapshot_ref");
+  const policy = opaqueRef(raw.policy_snapshot_ref, "observation.policy_snapshot_ref");
+  const outcomeRef = opaqueRef(raw.outcome_ref, "observation.outcome_ref");
+  const utility = utilityFields(raw);
+  const createdAt = timestampField(raw.created_at, "observation.created_at");
+  const normalized: Observation = {
+    schema_version: OBSERVATION_SCHEMA_VERSION,
+    observation_id: observationId,
+    scope,
+    application_receipt_id: applicationReceiptId,
+    memory_ref_digests: digests,
+    retrieval_snapshot_ref: retrieval,
+    policy_snapshot_ref: policy,
+    outcome_ref: outcomeRef,
+    ...utility,
+    created_at: createdAt,
+    grants_new_action_authority: false,
+    provider_write_performed: false,
+    external_writes_performed: false,
+    raw_content_captured: false,
+  };
+  if (normalized.observation_id !== observationIdOf(normalized)) {
+    fail("observation.observation_id does not match canonical identity");
+  }
+  return normalized;
+}
+
+/** `_observation_validation_reason_code`: classify from typed fields, never from message text. */
+export function observationReasonCode(value: PyValue | undefined): string {
+  if (!isPyObject(value)) return "observation_malformed";
+  if (value.schema_version !== OBSERVATION_SCHEMA_VERSION) return "observation_schema_mismatch";
+  for (const key of WRITE_BOUNDARY_FIELDS) {
+    if (Object.prototype.hasOwnProperty.call(value, key) && value[key] !== false) {
+      return "observation_write_boundary_violation";
+    }
+  }
+  try {
+    scopeOf(value.scope, "observation.scope");
+  } catch (err) {
+    if (err instanceof ContractError) return "observation_malformed_scope";
+    throw err;
+  }
+  try {
+    opaqueRef(value.retrieval_snapshot_ref, "observation.retrieval_snapshot_ref");
+    opaqueRef(value.policy_snapshot_ref, "observation.policy_snapshot_ref");
+  } catch (err) {
+    if (err instanceof ContractError) return "observation_malformed_snapshot";
+    throw err;
+  }
+  try {
+    const observationId = opaqueRef(value.observation_id, "observation.observation_id");
+    if (IDENTITY_FIELDS.every((k) => Object.prototype.hasOwnProperty.call(value, k))) {
+      // The reference hashes the raw, unnormalized values here (NaN allowed).
+      const identity: PyObject = {};
+      for (const key of IDENTITY_FIELDS) identity[key] = value[key]!;
+      if (observationId !== "muo_" + sha256Hex(canonicalJson(identity, { allowNan: true }))) {
+        return "observation_identity_invalid";
+      }
+    }
+  } catch (err) {
+    if (err instanceof Error) return "observation_identity_invalid";
+    throw err;
+  }
+  return "observation_malformed";
+}
+
+/** Structural validation of one observation; throws ObservationValidationError. */
+export function validateObservation(value: PyValue | undefined): Observation {
+  try {
+    return normalizeObservation(value);
+  } catch (err) {
+    if (err instanceof ContractError) {
+      throw new ObservationValidationError(observationReasonCode(value), err.message);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * The request contract of `reward-memory utility-project` (the reference
+ * CLI's input checks and exit codes) as a pure function of the input text.
+ * The process wrapper in src/cli only reads the file and writes stdout.
+ */
+import { canonicalJson } from "./canonical-json.js";
+import { ContractError } from "./errors.js";
+import { DEFAULT_REDUCER_VERSION } from "./identity.js";
+import { PyJsonDecodeError, PyValueError, parsePyJson } from "./pyjson-parse.js";
+import { pyStrip } from "./pystr.js";
+import { isPyObject, pySorted, type PyObject, type PyValue } from "./pyvalue.js";
+import { reduceObservations } from "./reducer.js";
+
+export interface CommandResult {
+  exitCode: number;
+  /** One line of canonical JSON, without the trailing newline. */
+  stdout: string;
+}
+
+const REQUIRED = ["observations", "scope", "retrieval_snapshot_ref", "policy_snapshot_ref"] as const;
+const ALLOWED: ReadonlySet<string> = new Set([...REQUIRED, "reducer_version", "previous_projection"]);
+
+class RequestError extends Error {}
+
+export function invalidRequest(message: string): CommandResult {
+  const payload: PyObject = { ok: false, schema_version: "reward_memory_error_v0", status: "invalid_request", error: message };
+  return { exitCode: 2, stdout: canonicalJson(payload) };
+}
+
+function requestOf(source: PyObject): {
+  observations: PyValue;
+  scope: PyValue;
+  retrieval: string;
+  policy: string;
+  reducerVersion: string;
+  previous: PyValue | null;
+} {
+  const has = (k: string): boolean => Object.prototype.hasOwnProperty.call(source, k);
+  const missing = REQUIRED.filter((k) => !has(k));
+  const unexpected = pySorted(Object.keys(source).filter((k) => !ALLOWED.has(k)));
+  if (missing.length) throw new RequestError("utility projection input is missing: " + missing.join(", "));
+  if (unexpected.length) throw new RequestError("utility projection input contains unsupported fields: " + unexpected.join(", "));
+  const observations = source.observations!;
+  if (!Array.isArray(observations)) throw new RequestError("observations must be a list");
+  const scope = source.scope!;
+  if (!isPyObject(scope)) throw new RequestError("scope must be an object");
+  const retrieval = source.retrieval_snapshot_ref;
+  if (typeof retrieval !== "string") throw new RequestError("retrieval_snapshot_ref must be a string");
+  const policy = source.policy_snapshot_ref;
+  if (typeof policy !== "string") throw new RequestError("policy_snapshot_ref must be a string");
+  const previous = has("previous_projection") ? source.previous_projection! : null;
+  if (previous !== null && !isPyObject(previous)) throw new RequestError("previous_projection must be an object");
+  let reducerVersion = DEFAULT_REDUCER_VERSION;
+  if (has("reducer_version")) {
+    const v = source.reducer_version;
+    if (typeof v !== "string" || pyStrip(v) === "") throw new RequestError("reducer_version must be a non-empty string when provided");
+    reducerVersion = v;
+  }
+  return { observations, scope, retrieval, policy, reducerVersion, previous };
+}
+
+/** Run `utility-project` on the text of an input file. */
+export function utilityProject(inputText: string): CommandResult {
+  let payload: PyObject;
+  try {
+    const source = parsePyJson(inputText);
+    if (!isPyObject(source)) throw new RequestError("input JSON must contain one object");
+    const req = requestOf(source);
+    payload = reduceObservations({
+      observations: req.observations,
+      scope: req.scope,
+      retrieval_snapshot_ref: req.retrieval,
+      policy_snapshot_ref: req.policy,
+      reducer_version: req.reducerVersion,
+      previous_projection: req.previous,
+    });
+  } catch (err) {
+    if (err instanceof RequestError || err instanceof ContractError || err instanceof PyJsonDecodeError || err instanceof PyValueError) {
+      return invalidRequest(err.message);
+    }
+    throw err;
+  }
+  return { exitCode: payload.ok === true ? 0 : 2, stdout: canonicalJson(payload) };
+}
