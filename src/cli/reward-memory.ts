@@ -33,6 +33,10 @@ async function utilityProjectCommand(args: string[]): Promise<number> {
     throw err;
   }
   const result = utilityProject(text);
+  if (result.crash !== undefined) {
+    await writeOut(`mufold: ${result.crash}\n`, process.stderr);
+    return result.exitCode;
+  }
   await writeOut(result.stdout + "\n");
   return result.exitCode;
 }

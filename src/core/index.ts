@@ -1,6 +1,6 @@
 /** The pure core of mufold: contract, canonical JSON, reducer, validators. Imports no IO. */
 export { PyFloat, isPyObject, pyEquals, pyStrCompare, type PyObject, type PyValue } from "./pyvalue.js";
-export { parsePyJson, PyJsonDecodeError, PyValueError } from "./pyjson-parse.js";
+export { parsePyJson, PyJsonDecodeError, PyValueError, PyRecursionError } from "./pyjson-parse.js";
 export { canonicalJson, CanonicalJsonError } from "./canonical-json.js";
 export { pyFloatRepr, pyRound6 } from "./pyfloat.js";
 export { pyStrip, pyStrOr, pyStrStrip } from "./pystr.js";

@@ -221,7 +221,9 @@ function parseTime(s: Bytes, start: number, len: number, out: IsoDateTime): bool
   const tzv = [0, 0, 0, 0];
   const rv2 = parseHhMmSsFf(s, tz + 1, end, tzv);
   if (rv2 !== 0) return false;
-  const offset = sign * ((tzv[0]! * 3600 + tzv[1]! * 60 + tzv[2]!) * 1_000_000 + tzv[3]!);
+  const seconds = tzv[0]! * 3600 + tzv[1]! * 60 + tzv[2]!;
+  // CPython makes any offset whose whole seconds are 0 UTC, dropping its fraction.
+  const offset = seconds === 0 ? 0 : sign * (seconds * 1_000_000 + tzv[3]!);
   // datetime.timezone requires strictly less than 24 hours.
   if (Math.abs(offset) >= 86_400_000_000) return false;
   out.offsetMicros = offset;

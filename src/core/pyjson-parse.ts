@@ -59,7 +59,16 @@ function isWs(c: number): boolean {
   return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 }
 
+/** Python's recursion limit stops json.loads on deep nesting (RecursionError). */
+export class PyRecursionError extends Error {
+  override name = "RecursionError";
+}
+
+/** Nesting depth at which CPython's default recursion limit (1000) stops the decoder. */
+const MAX_DEPTH = 990;
+
 class Scanner {
+  private depth = 0;
   constructor(private readonly s: string) {}
 
   skipWs(i: number): number {
@@ -77,9 +86,9 @@ class Scanner {
       case 0x22: // "
         return this.scanString(i + 1);
       case 0x7b: // {
-        return this.parseObject(i + 1);
+        return this.nested(() => this.parseObject(i + 1));
       case 0x5b: // [
-        return this.parseArray(i + 1);
+        return this.nested(() => this.parseArray(i + 1));
       case 0x6e: // n
         if (s.startsWith("null", i)) return [null, i + 4];
         break;
@@ -100,6 +109,15 @@ class Scanner {
         break;
     }
     return this.matchNumber(i);
+  }
+
+  private nested<T>(parse: () => T): T {
+    if (++this.depth > MAX_DEPTH) throw new PyRecursionError("maximum recursion depth exceeded while decoding a JSON array from a unicode string");
+    try {
+      return parse();
+    } finally {
+      this.depth--;
+    }
   }
 
   private matchNumber(start: number): [PyValue, number] {

@@ -37,6 +37,7 @@ export function isPyNumber(value: unknown): value is PyInt | PyFloat {
 /** Python truthiness, as in `value or ""`. */
 export function pyTruthy(value: PyValue | undefined): boolean {
   if (value === null || value === undefined || value === false) return false;
+  if (value === true) return true;
   if (typeof value === "string") return value.length > 0;
   if (typeof value === "number") return value !== 0;
   if (typeof value === "bigint") return value !== 0n;

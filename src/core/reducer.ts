@@ -5,21 +5,14 @@
  */
 import { ContractError, ObservationValidationError } from "./errors.js";
 import { scopesEqual } from "./fields.js";
-import {
-  DEFAULT_REDUCER_VERSION,
-  normalizeContext,
-  reducerIdentity,
-  subjectIdOf,
-  type ReducerContext,
-} from "./identity.js";
+import { analyzeIdentityState, subjectOfGroup, type IdentityAnalysis } from "./identity-analysis.js";
+import { DEFAULT_REDUCER_VERSION, normalizeContext, reducerIdentity, type ReducerContext } from "./identity.js";
 import { emptyIdentityState, foldDelivery, type IdentityState } from "./identity-state.js";
-import { validateObservation, type AttributionLevel, type Observation } from "./observation.js";
+import { validateObservation, type Observation } from "./observation.js";
 import { latestOf } from "./ordering.js";
 import {
-  MAX_CONFLICT_FINGERPRINTS,
   MAX_PROJECTION_OBSERVATIONS,
   MAX_PROJECTION_REJECTIONS,
-  MAX_PROJECTION_SUBJECTS,
   baseProjection,
   boundHistory,
   historyEntry,
@@ -29,7 +22,6 @@ import {
 } from "./projection.js";
 import { validateProjection } from "./projection-validator.js";
 import { isPyObject, pyEquals, type PyObject, type PyValue } from "./pyvalue.js";
-import { reduceSubject } from "./subject.js";
 
 export interface ReduceInput {
   observations: PyValue | undefined;
@@ -49,6 +41,14 @@ class ContextMismatch extends ContractError {
 export function rejectedProjection(context: ReducerContext | null, reasonCodes: readonly string[], rejectedCount = 1): PyObject {
   // Rejected packets are public packets too: they pass the readback validator.
   return validateProjection(rejectedProjectionUnchecked(context, reasonCodes, rejectedCount));
+}
+
+export function contextMismatches(item: Observation, context: ReducerContext): string[] {
+  const mismatches: string[] = [];
+  if (!scopesEqual(item.scope, context.scope)) mismatches.push("scope_mismatch");
+  if (item.retrieval_snapshot_ref !== context.retrieval_snapshot_ref) mismatches.push("retrieval_snapshot_mismatch");
+  if (item.policy_snapshot_ref !== context.policy_snapshot_ref) mismatches.push("policy_snapshot_mismatch");
+  return mismatches;
 }
 
 function validateBatch(observations: PyValue | undefined, context: ReducerContext): IdentityState {
@@ -75,125 +75,58 @@ function validateBatch(observations: PyValue | undefined, context: ReducerContex
   return state;
 }
 
-export function contextMismatches(item: Observation, context: ReducerContext): string[] {
-  const mismatches: string[] = [];
-  if (!scopesEqual(item.scope, context.scope)) mismatches.push("scope_mismatch");
-  if (item.retrieval_snapshot_ref !== context.retrieval_snapshot_ref) mismatches.push("retrieval_snapshot_mismatch");
-  if (item.policy_snapshot_ref !== context.policy_snapshot_ref) mismatches.push("policy_snapshot_mismatch");
-  return mismatches;
+/** Status, readiness and counters of an accepted packet. */
+export function packetSummary(context: ReducerContext, a: IdentityAnalysis, proposals: readonly PyObject[]) {
+  const accepted = a.unique.length;
+  const conflicted = a.conflicts.length > 0 || proposals.some((p) => p.state === "conflict");
+  const [latestAt, latestId] = latestOf(a.unique);
+  return {
+    ok: true,
+    status: conflicted ? "review_required" : accepted > 0 ? "ready" : "empty",
+    projection_ready: accepted > 0 && !conflicted,
+    reducer_identity: reducerIdentity(context),
+    accepted_observation_count: accepted,
+    duplicate_observation_count: a.duplicateCount,
+    conflicting_observation_count: a.conflicts.length,
+    rejected_observation_count: a.conflictingDeliveries,
+    lineage_observation_count: accepted,
+    last_observed_at: latestAt,
+    last_observation_id: latestId,
+  };
+}
+
+/** The rejected packet an identity state projects to, or null when it is within bounds. */
+export function boundsRejection(context: ReducerContext, a: IdentityAnalysis): PyObject | null {
+  if (a.overDeliveryLimit) return rejectedProjection(context, ["observation_malformed"]);
+  if (a.overSubjectLimit) return rejectedProjection(context, ["projection_subject_limit_exceeded"], a.unique.length);
+  return null;
 }
 
 /** The reducer over already-validated deliveries: the same function the fold applies. */
 export function projectIdentityState(context: ReducerContext, state: IdentityState): PyObject {
-  if (state.deliveries > MAX_PROJECTION_OBSERVATIONS) return rejectedProjection(context, ["observation_malformed"]);
-  const ids = [...state.byId.keys()].sort();
-  const unique: Observation[] = [];
-  const fingerprints = new Map<Observation, string>();
-  const conflicts: PyObject[] = [];
-  let duplicateCount = 0;
-  let conflictingDeliveries = 0;
-  for (const id of ids) {
-    const versions = state.byId.get(id)!;
-    let deliveries = 0;
-    for (const v of versions.values()) {
-      duplicateCount += v.count - 1;
-      deliveries += v.count;
-    }
-    if (versions.size > 1) {
-      conflictingDeliveries += deliveries;
-      const prints = [...versions.keys()].sort();
-      conflicts.push({
-        observation_id: id,
-        reason_codes: ["conflicting_observation_delivery"],
-        delivery_count: deliveries,
-        delivery_fingerprints: prints.slice(0, MAX_CONFLICT_FINGERPRINTS),
-        delivery_fingerprints_truncated: prints.length > MAX_CONFLICT_FINGERPRINTS,
-        quarantine_proposed: true,
-        automatic_deletion: false,
-        action_authority_granted: false,
-      });
-      continue;
-    }
-    const [fingerprint, only] = versions.entries().next().value!;
-    unique.push(only.representative);
-    fingerprints.set(only.representative, fingerprint);
-  }
-
-  // Group by subject: (level, digests) for item/set, (level, subject id) for none.
-  const groups = new Map<string, { level: AttributionLevel; key: string[]; subjectId: string; items: Observation[] }>();
-  for (const obs of unique) {
-    const subjectId = subjectIdOf(obs);
-    const key = obs.attribution_level === "none" ? [subjectId] : obs.memory_ref_digests;
-    const mapKey = obs.attribution_level + "\u0000" + key.join("\u0000");
-    let group = groups.get(mapKey);
-    if (group === undefined) {
-      group = { level: obs.attribution_level, key, subjectId, items: [] };
-      groups.set(mapKey, group);
-    }
-    group.items.push(obs);
-  }
-  if (groups.size > MAX_PROJECTION_SUBJECTS) {
-    return rejectedProjection(context, ["projection_subject_limit_exceeded"], unique.length);
-  }
-  const ordered = [...groups.values()].sort((a, b) => compareGroupKeys(a.level, a.key, b.level, b.key));
-
+  const a = analyzeIdentityState(state);
+  const rejected = boundsRejection(context, a);
+  if (rejected !== null) return rejected;
   const subjects: PyObject[] = [];
   const history: HistoryEntry[] = [];
   const proposals: PyObject[] = [];
-  for (const group of ordered) {
-    const items = group.items; // already in observation_id order
-    const digests = group.level === "none" ? items[0]!.memory_ref_digests : group.key;
-    const subject = reduceSubject(group.subjectId, group.level, digests, items);
+  for (const group of a.groups) {
+    const { subject, proposal } = subjectOfGroup(group);
     subjects.push(subject);
-    for (const obs of items) history.push(historyEntry(obs, group.subjectId, fingerprints.get(obs)));
-    const rv = subject.review as PyObject;
-    if (rv.state !== "none") {
-      proposals.push({
-        subject_id: group.subjectId,
-        attribution_level: group.level,
-        memory_ref_digests: [...digests],
-        state: rv.state!,
-        proposed_action: rv.proposed_action!,
-        reason_codes: [...(rv.reason_codes as string[])],
-        quarantine_proposed: rv.quarantine_proposed!,
-        automatic_deletion: false,
-        action_authority_granted: false,
-      });
-    }
+    if (proposal !== null) proposals.push(proposal);
+    for (const obs of group.items) history.push(historyEntry(obs, group.subjectId, a.fingerprintOf.get(obs)));
   }
   const [boundedHistory, truncated] = boundHistory(history);
-  const rejections = conflicts.slice(0, MAX_PROJECTION_REJECTIONS);
-  const accepted = unique.length;
-  const subjectConflict = proposals.some((p) => p.state === "conflict");
-  const [latestAt, latestId] = latestOf(unique);
-  const status = conflicts.length > 0 || subjectConflict ? "review_required" : accepted > 0 ? "ready" : "empty";
-  const packet = baseProjection(context, {
-    ok: true,
-    status,
-    projection_ready: accepted > 0 && conflicts.length === 0 && !subjectConflict,
-    reducer_identity: reducerIdentity(context),
-    accepted_observation_count: accepted,
-    duplicate_observation_count: duplicateCount,
-    conflicting_observation_count: conflicts.length,
-    rejected_observation_count: conflictingDeliveries,
-    lineage_observation_count: accepted,
-    subjects,
-    history: boundedHistory.map(historyEntryToPy),
-    history_truncated: truncated,
-    rejections,
-    review_proposals: proposals,
-    last_observed_at: latestAt,
-    last_observation_id: latestId,
-  });
-  return validateProjection(packet);
-}
-
-/** Python tuple order of (level, digests-or-(subject_id,)). */
-function compareGroupKeys(la: string, ka: readonly string[], lb: string, kb: readonly string[]): number {
-  if (la !== lb) return la < lb ? -1 : 1;
-  const n = Math.min(ka.length, kb.length);
-  for (let i = 0; i < n; i++) if (ka[i] !== kb[i]) return ka[i]! < kb[i]! ? -1 : 1;
-  return ka.length - kb.length;
+  return validateProjection(
+    baseProjection(context, {
+      ...packetSummary(context, a, proposals),
+      subjects,
+      history: boundedHistory.map(historyEntryToPy),
+      history_truncated: truncated,
+      rejections: a.conflicts.slice(0, MAX_PROJECTION_REJECTIONS),
+      review_proposals: proposals,
+    }),
+  );
 }
 
 /**

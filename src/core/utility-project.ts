@@ -6,15 +6,17 @@
 import { canonicalJson } from "./canonical-json.js";
 import { ContractError } from "./errors.js";
 import { DEFAULT_REDUCER_VERSION } from "./identity.js";
-import { PyJsonDecodeError, PyValueError, parsePyJson } from "./pyjson-parse.js";
+import { PyJsonDecodeError, PyRecursionError, PyValueError, parsePyJson } from "./pyjson-parse.js";
 import { pyStrip } from "./pystr.js";
 import { isPyObject, pySorted, type PyObject, type PyValue } from "./pyvalue.js";
 import { reduceObservations } from "./reducer.js";
 
 export interface CommandResult {
   exitCode: number;
-  /** One line of canonical JSON, without the trailing newline. */
+  /** One line of canonical JSON, without the trailing newline (empty when the command crashed). */
   stdout: string;
+  /** Set when the reference would crash with a traceback (exit 1) rather than answer. */
+  crash?: string;
 }
 
 const REQUIRED = ["observations", "scope", "retrieval_snapshot_ref", "policy_snapshot_ref"] as const;
@@ -78,6 +80,8 @@ export function utilityProject(inputText: string): CommandResult {
     if (err instanceof RequestError || err instanceof ContractError || err instanceof PyJsonDecodeError || err instanceof PyValueError) {
       return invalidRequest(err.message);
     }
+    // Python's json.loads raises RecursionError, which the reference CLI does not catch.
+    if (err instanceof PyRecursionError) return { exitCode: 1, stdout: "", crash: `${err.name}: ${err.message}` };
     throw err;
   }
   return { exitCode: payload.ok === true ? 0 : 2, stdout: canonicalJson(payload) };

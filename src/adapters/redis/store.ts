@@ -1,0 +1,115 @@
+/**
+ * The Redis side of the fold: identity parts per generation, the version-
+ * checked apply, the one-call readback, the identity index and the control
+ * hash (current generation, pause flag). All Redis commands live here.
+ */
+import type { Cluster, Redis } from "ioredis";
+import type { PartOp } from "../../fold/delta.js";
+import { IDENTITY_PARTS, controlKey, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
+import { APPLY_FUNCTION, READ_FUNCTION } from "./functions.js";
+import { applyResult } from "./errors.js";
+
+export interface StoredIdentity {
+  meta: Record<string, string>;
+  records: Record<string, string>;
+}
+
+export interface Control {
+  generation: number | null;
+  paused: boolean;
+  epoch: number;
+}
+
+export class RedisStore {
+  constructor(
+    readonly redis: Redis | Cluster,
+    readonly prefix: string,
+  ) {}
+
+  keys(generation: number, identity: string): string[] {
+    return identityKeys(this.prefix, generation, identity);
+  }
+
+  async load(generation: number, identity: string): Promise<StoredIdentity> {
+    const [m, , d] = this.keys(generation, identity);
+    const [meta, records] = await Promise.all([this.redis.hgetall(m!), this.redis.hgetall(d!)]);
+    return { meta, records };
+  }
+
+  /** Apply writes if the identity is still at `expectedVersion`; returns the new version. */
+  async apply(generation: number, identity: string, expectedVersion: number, watermarks: Map<string, bigint>, ops: readonly PartOp[]): Promise<number> {
+    const args: (string | number)[] = [String(expectedVersion), watermarks.size];
+    for (const [field, offset] of watermarks) args.push(field, offset.toString());
+    for (const op of ops) args.push(op.op, partIndex(op.part) + 1, op.field, op.value);
+    const keys = this.keys(generation, identity);
+    const reply = await this.redis.call("FCALL", APPLY_FUNCTION, keys.length, ...keys, ...args);
+    return applyResult(identity, reply);
+  }
+
+  /** The packet bytes, exactly the reducer's, or null for an unknown identity. */
+  async read(generation: number, identity: string): Promise<string | null> {
+    const keys = this.keys(generation, identity);
+    const reply = await this.redis.call("FCALL_RO", READ_FUNCTION, keys.length, ...keys);
+    return reply === null ? null : String(reply);
+  }
+
+  async meta(generation: number, identity: string): Promise<Record<string, string>> {
+    return this.redis.hgetall(this.keys(generation, identity)[0]!);
+  }
+
+  async addToIndex(generation: number, identities: readonly string[]): Promise<void> {
+    if (identities.length > 0) await this.redis.sadd(indexKey(this.prefix, generation), ...identities);
+  }
+
+  async listIdentities(generation: number): Promise<string[]> {
+    const out: string[] = [];
+    let cursor = "0";
+    do {
+      const [next, batch] = await this.redis.sscan(indexKey(this.prefix, generation), cursor, "COUNT", 1000);
+      out.push(...batch);
+      cursor = next;
+    } while (cursor !== "0");
+    return out.sort();
+  }
+
+  async control(): Promise<Control> {
+    const [generation, paused, epoch] = await this.redis.hmget(controlKey(this.prefix), "generation", "paused", "epoch");
+    return { generation: generation === null ? null : Number(generation), paused: paused === "1", epoch: Number(epoch ?? "0") };
+  }
+
+  /** Create generation 1 if there is no control hash yet; returns the current generation. */
+  async initGeneration(): Promise<number> {
+    await this.redis.hsetnx(controlKey(this.prefix), "generation", "1");
+    return (await this.control()).generation!;
+  }
+
+  async setControl(fields: Partial<{ generation: number; paused: boolean; epoch: number }>): Promise<void> {
+    const flat: string[] = [];
+    if (fields.generation !== undefined) flat.push("generation", String(fields.generation));
+    if (fields.paused !== undefined) flat.push("paused", fields.paused ? "1" : "0");
+    if (fields.epoch !== undefined) flat.push("epoch", String(fields.epoch));
+    if (flat.length > 0) await this.redis.hset(controlKey(this.prefix), ...flat);
+  }
+
+  async ackPause(member: string, epoch: number): Promise<void> {
+    await this.redis.hset(`${controlKey(this.prefix)}:acks`, member, String(epoch));
+  }
+
+  async pauseAcks(): Promise<Record<string, string>> {
+    return this.redis.hgetall(`${controlKey(this.prefix)}:acks`);
+  }
+
+  /** Delete every key of a generation (after a promote has moved past it). */
+  async dropGeneration(generation: number): Promise<number> {
+    let removed = 0;
+    const ids = await this.listIdentities(generation);
+    for (let i = 0; i < ids.length; i += 200) {
+      const keys = ids.slice(i, i + 200).flatMap((id) => this.keys(generation, id));
+      for (const k of keys) removed += await this.redis.unlink(k);
+    }
+    removed += await this.redis.unlink(indexKey(this.prefix, generation));
+    return removed;
+  }
+}
+
+export { IDENTITY_PARTS };

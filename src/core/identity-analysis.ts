@@ -1,0 +1,127 @@
+/**
+ * What a projection is made of, computed from identity state: the accepted
+ * observations, the quarantined ids, the counters and the subject groups in
+ * the reference's order. The batch reducer turns this into a packet; the fold
+ * turns it into stored fragments. One analysis keeps the two identical.
+ */
+import { subjectIdOf } from "./identity.js";
+import type { IdentityState } from "./identity-state.js";
+import type { AttributionLevel, Observation } from "./observation.js";
+import { MAX_CONFLICT_FINGERPRINTS, MAX_PROJECTION_OBSERVATIONS, MAX_PROJECTION_SUBJECTS } from "./projection-limits.js";
+import type { PyObject } from "./pyvalue.js";
+import { reduceSubject } from "./subject.js";
+
+export interface SubjectGroup {
+  level: AttributionLevel;
+  /** Sort key: the digests, or [subject id] for lineage (none) subjects. */
+  key: string[];
+  subjectId: string;
+  digests: string[];
+  /** Accepted observations of the subject, in observation_id order. */
+  items: Observation[];
+}
+
+export interface IdentityAnalysis {
+  overDeliveryLimit: boolean;
+  overSubjectLimit: boolean;
+  /** Accepted (non-quarantined) representatives, in observation_id order. */
+  unique: Observation[];
+  fingerprintOf: Map<Observation, string>;
+  /** Rejection entries of quarantined ids, in observation_id order (unbounded). */
+  conflicts: PyObject[];
+  duplicateCount: number;
+  conflictingDeliveries: number;
+  /** Subject groups in the packet's subject order. */
+  groups: SubjectGroup[];
+}
+
+export function conflictEntry(id: string, fingerprints: readonly string[], deliveries: number): PyObject {
+  const prints = [...fingerprints].sort();
+  return {
+    observation_id: id,
+    reason_codes: ["conflicting_observation_delivery"],
+    delivery_count: deliveries,
+    delivery_fingerprints: prints.slice(0, MAX_CONFLICT_FINGERPRINTS),
+    delivery_fingerprints_truncated: prints.length > MAX_CONFLICT_FINGERPRINTS,
+    quarantine_proposed: true,
+    automatic_deletion: false,
+    action_authority_granted: false,
+  };
+}
+
+/** Python tuple order of (level, digests-or-(subject_id,)). */
+export function compareGroupKeys(a: Pick<SubjectGroup, "level" | "key">, b: Pick<SubjectGroup, "level" | "key">): number {
+  if (a.level !== b.level) return a.level < b.level ? -1 : 1;
+  const n = Math.min(a.key.length, b.key.length);
+  for (let i = 0; i < n; i++) if (a.key[i] !== b.key[i]) return a.key[i]! < b.key[i]! ? -1 : 1;
+  return a.key.length - b.key.length;
+}
+
+export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
+  const ids = [...state.byId.keys()].sort();
+  const unique: Observation[] = [];
+  const fingerprintOf = new Map<Observation, string>();
+  const conflicts: PyObject[] = [];
+  let duplicateCount = 0;
+  let conflictingDeliveries = 0;
+  for (const id of ids) {
+    const versions = state.byId.get(id)!;
+    let deliveries = 0;
+    for (const v of versions.values()) {
+      duplicateCount += v.count - 1;
+      deliveries += v.count;
+    }
+    if (versions.size > 1) {
+      conflictingDeliveries += deliveries;
+      conflicts.push(conflictEntry(id, [...versions.keys()], deliveries));
+      continue;
+    }
+    const [fingerprint, only] = versions.entries().next().value!;
+    unique.push(only.representative);
+    fingerprintOf.set(only.representative, fingerprint);
+  }
+  const byKey = new Map<string, SubjectGroup>();
+  for (const obs of unique) {
+    const subjectId = subjectIdOf(obs);
+    const key = obs.attribution_level === "none" ? [subjectId] : obs.memory_ref_digests;
+    const mapKey = obs.attribution_level + "\u0000" + key.join("\u0000");
+    let group = byKey.get(mapKey);
+    if (group === undefined) {
+      group = { level: obs.attribution_level, key, subjectId, digests: obs.memory_ref_digests, items: [] };
+      byKey.set(mapKey, group);
+    }
+    group.items.push(obs);
+  }
+  const groups = [...byKey.values()].sort(compareGroupKeys);
+  return {
+    overDeliveryLimit: state.deliveries > MAX_PROJECTION_OBSERVATIONS,
+    overSubjectLimit: groups.length > MAX_PROJECTION_SUBJECTS,
+    unique,
+    fingerprintOf,
+    conflicts,
+    duplicateCount,
+    conflictingDeliveries,
+    groups,
+  };
+}
+
+/** A subject's packet entry and, when its review state is not none, its review proposal. */
+export function subjectOfGroup(group: SubjectGroup): { subject: PyObject; proposal: PyObject | null } {
+  const subject = reduceSubject(group.subjectId, group.level, group.digests, group.items);
+  const rv = subject.review as PyObject;
+  if (rv.state === "none") return { subject, proposal: null };
+  return {
+    subject,
+    proposal: {
+      subject_id: group.subjectId,
+      attribution_level: group.level,
+      memory_ref_digests: [...group.digests],
+      state: rv.state!,
+      proposed_action: rv.proposed_action!,
+      reason_codes: [...(rv.reason_codes as string[])],
+      quarantine_proposed: rv.quarantine_proposed!,
+      automatic_deletion: false,
+      action_authority_granted: false,
+    },
+  };
+}

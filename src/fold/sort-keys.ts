@@ -1,0 +1,27 @@
+/**
+ * Members of Redis sorted sets whose byte order (ZRANGE over equal scores)
+ * is the packet's order, so the read function never sorts.
+ *
+ * History: the reference's order key (UTC instant, raw created_at, id).
+ * Subjects: Python tuple order of (level, digests | (subject_id,)).
+ * The id always follows the last NUL, where the read function finds it.
+ */
+import { instantOf } from "../core/ordering.js";
+
+const INSTANT_BIAS = 10_000_000; // offsets reach back less than a day before 0001-01-01
+
+/** Order-preserving escape that frees NUL to act as a separator (created_at may contain NUL). */
+function escapeNul(s: string): string {
+  return s.replace(/[\u0000\u0001]/g, (c) => (c === "\u0000" ? "\u0001\u0001" : "\u0001\u0002"));
+}
+
+export function historyMember(createdAt: string, observationId: string): string {
+  const { seconds, micros } = instantOf(createdAt);
+  const instant = String(seconds + INSTANT_BIAS).padStart(13, "0") + String(micros).padStart(6, "0");
+  return instant + escapeNul(createdAt) + "\u0000" + observationId;
+}
+
+/** Elements end with \x01, below every character a digest or id can hold, so shorter tuples sort first. */
+export function subjectMember(level: string, key: readonly string[], subjectId: string): string {
+  return level + "\u0000" + key.map((k) => k + "\u0001").join("") + "\u0000" + subjectId;
+}
