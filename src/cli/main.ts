@@ -1,12 +1,48 @@
 /** The `mufold` command: dispatch to subcommands. */
+import { MufoldError } from "../errors.js";
 import { REWARD_MEMORY_USAGE, rewardMemory } from "./reward-memory.js";
+import { foldCommand, produceCommand, readCommand, replayCommand, simulateCommand } from "./stream-commands.js";
+import { demoCommand } from "./demo.js";
 
 const USAGE = `mufold — exact, reproducible memory utility projections
 
-${REWARD_MEMORY_USAGE}`;
+${REWARD_MEMORY_USAGE}
+  mufold produce --input FILE|- [--raw]        validate and send observations (JSON array or lines)
+  mufold simulate [--agents N --observations N --duplicate-rate R --conflict-rate R --seed S --rate R --malformed N]
+  mufold fold                                  join the consumer group and fold into Redis (SIGTERM stops cleanly)
+  mufold read (--identity ID | --agent A --project P --corpus C --surface S --retrieval R --policy P | --list) [--validate]
+  mufold replay [--verify] [--promote] [--keep-shadow]
+  mufold demo                                  start Kafka + Redis, simulate, fold with two workers, replay --verify
+
+Settings (flag / environment): --brokers KAFKA_BROKERS, --redis-url REDIS_URL, --topic MUFOLD_TOPIC,
+  --group MUFOLD_GROUP, --prefix MUFOLD_PREFIX, --reducer-version MUFOLD_REDUCER_VERSION,
+  --partitions MUFOLD_PARTITIONS, --cache-size MUFOLD_CACHE_SIZE, --max-value-bytes MUFOLD_MAX_VALUE_BYTES,
+  --allow-finite-retention MUFOLD_ALLOW_FINITE_RETENTION, --client-id MUFOLD_CLIENT_ID
+`;
+
+const STREAM_COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
+  produce: produceCommand,
+  simulate: simulateCommand,
+  fold: foldCommand,
+  read: readCommand,
+  replay: replayCommand,
+  demo: demoCommand,
+};
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  const stream = command === undefined ? undefined : STREAM_COMMANDS[command];
+  if (stream !== undefined) {
+    try {
+      return await stream(rest);
+    } catch (err) {
+      if (err instanceof MufoldError || (err instanceof TypeError && (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS"))) {
+        process.stderr.write(`mufold ${command}: ${err.message}\n`);
+        return 2;
+      }
+      throw err;
+    }
+  }
   switch (command) {
     case "reward-memory":
       return rewardMemory(rest);

@@ -6,7 +6,7 @@
 import type { Cluster, Redis } from "ioredis";
 import type { PartOp } from "../../fold/delta.js";
 import { IDENTITY_PARTS, controlKey, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
-import { APPLY_FUNCTION, READ_FUNCTION } from "./functions.js";
+import { APPLY_FUNCTION, READ_FUNCTION, loadFunctions } from "./functions.js";
 import { applyResult } from "./errors.js";
 
 export interface StoredIdentity {
@@ -42,15 +42,26 @@ export class RedisStore {
     for (const [field, offset] of watermarks) args.push(field, offset.toString());
     for (const op of ops) args.push(op.op, partIndex(op.part) + 1, op.field, op.value);
     const keys = this.keys(generation, identity);
-    const reply = await this.redis.call("FCALL", APPLY_FUNCTION, keys.length, ...keys, ...args);
+    const reply = await this.fcall("FCALL", APPLY_FUNCTION, keys, args);
     return applyResult(identity, reply);
   }
 
   /** The packet bytes, exactly the reducer's, or null for an unknown identity. */
   async read(generation: number, identity: string): Promise<string | null> {
     const keys = this.keys(generation, identity);
-    const reply = await this.redis.call("FCALL_RO", READ_FUNCTION, keys.length, ...keys);
+    const reply = await this.fcall("FCALL_RO", READ_FUNCTION, keys, []);
     return reply === null ? null : String(reply);
+  }
+
+  /** Call a library function, loading the library once if Redis lost it (restart, FLUSHALL). */
+  private async fcall(command: "FCALL" | "FCALL_RO", fn: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+    try {
+      return await this.redis.call(command, fn, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!(err instanceof Error) || !/Function not found/i.test(err.message)) throw err;
+      await loadFunctions(this.redis);
+      return this.redis.call(command, fn, keys.length, ...keys, ...args);
+    }
   }
 
   async meta(generation: number, identity: string): Promise<Record<string, string>> {
@@ -77,10 +88,19 @@ export class RedisStore {
     return { generation: generation === null ? null : Number(generation), paused: paused === "1", epoch: Number(epoch ?? "0") };
   }
 
-  /** Create generation 1 if there is no control hash yet; returns the current generation. */
+  /** Create generation 1 if there is none yet; returns the current generation. */
   async initGeneration(): Promise<number> {
-    await this.redis.hsetnx(controlKey(this.prefix), "generation", "1");
+    const key = controlKey(this.prefix);
+    if ((await this.redis.hsetnx(key, "generation", "1")) === 1) await this.redis.hsetnx(key, "last", "1");
     return (await this.control()).generation!;
+  }
+
+  /** Reserve a new generation number for a rebuild (never reused). */
+  async allocateGeneration(): Promise<number> {
+    const key = controlKey(this.prefix);
+    const current = (await this.control()).generation ?? 0;
+    await this.redis.hsetnx(key, "last", String(current));
+    return this.redis.hincrby(key, "last", 1);
   }
 
   async setControl(fields: Partial<{ generation: number; paused: boolean; epoch: number }>): Promise<void> {

@@ -1,0 +1,201 @@
+/**
+ * The fold: a consumer-group member that decides every record, applies the
+ * accepted ones to their identities in Redis (one version-checked call per
+ * identity per batch), dead-letters the rest, and only then commits offsets.
+ */
+import { hostname } from "node:os";
+import type { Redis } from "ioredis";
+import { createKafka, type Kafka } from "../src/adapters/kafka/client.js";
+import { GroupConsumer, type BatchContext } from "../src/adapters/kafka/consumer.js";
+import { ReliableProducer } from "../src/adapters/kafka/producer.js";
+import { assertInfiniteRetention, ensureTopics, groupOffsets } from "../src/adapters/kafka/topics.js";
+import { connectRedis } from "../src/adapters/redis/connect.js";
+import { StateLostError } from "../src/adapters/redis/errors.js";
+import { loadFunctions } from "../src/adapters/redis/functions.js";
+import { RedisStore } from "../src/adapters/redis/store.js";
+import type { Settings } from "../src/config.js";
+import { MufoldError } from "../src/errors.js";
+import type { Logger } from "../src/log.js";
+import { routeRecords } from "./batch-router.js";
+import { dlqMessage, dlqTopic, type SourceRecord } from "./dlq.js";
+import { IdentityApplier } from "./identity-applier.js";
+
+export interface FoldCounters {
+  consumed: number;
+  applied: number;
+  duplicatesSkipped: number;
+  deadLettered: number;
+  casRetries: number;
+  batches: number;
+  dlqByReason: Record<string, number>;
+}
+
+const POLL_MS = 250;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class FoldWorker {
+  readonly counters: FoldCounters = { consumed: 0, applied: 0, duplicatesSkipped: 0, deadLettered: 0, casRetries: 0, batches: 0, dlqByReason: {} };
+  readonly workerId = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+  private consumer: GroupConsumer | undefined;
+  private producer: ReliableProducer | undefined;
+  private generation: number | undefined;
+  private stopping = false;
+  private inBatch = false;
+  /** A generation found to have lost state: written again only after a promote replaces it. */
+  private lostGeneration: number | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private readonly applier: IdentityApplier;
+  private readonly store: RedisStore;
+
+  private constructor(
+    private readonly settings: Settings,
+    private readonly kafka: Kafka,
+    private readonly redis: Redis,
+    private readonly log: Logger,
+  ) {
+    this.store = new RedisStore(redis, settings.prefix);
+    this.applier = new IdentityApplier(this.store, settings.cacheSize);
+  }
+
+  get cachedIdentities(): number {
+    return this.applier.cached;
+  }
+
+  static async start(settings: Settings, log: Logger): Promise<FoldWorker> {
+    const kafka = createKafka({ brokers: settings.brokers, clientId: `${settings.clientId}-fold` });
+    const redis = connectRedis(settings.redisUrl);
+    const worker = new FoldWorker(settings, kafka, redis, log.child({ component: "fold" }));
+    try {
+      await worker.prepare();
+    } catch (err) {
+      await redis.quit().catch(() => undefined);
+      throw err;
+    }
+    return worker;
+  }
+
+  private async prepare(): Promise<void> {
+    const { settings } = this;
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      await ensureTopics(admin, [
+        { topic: settings.topic, partitions: settings.partitions },
+        { topic: dlqTopic(settings.topic), partitions: settings.partitions },
+      ]);
+      await assertInfiniteRetention(admin, settings.topic, settings.allowFiniteRetention);
+      await loadFunctions(this.redis);
+      const control = await this.store.control();
+      if (control.generation === null) {
+        const committed = await groupOffsets(admin, settings.group, settings.topic);
+        if ([...committed.values()].some((o) => o >= 0n)) {
+          throw new StateLostError(
+            `Redis has no mufold generation under prefix "${settings.prefix}", but group ${settings.group} has committed offsets: the projections were lost`,
+          );
+        }
+        this.generation = await this.store.initGeneration();
+      } else {
+        this.generation = control.generation;
+      }
+    } finally {
+      await admin.disconnect();
+    }
+    this.producer = await ReliableProducer.connect(this.kafka);
+    this.consumer = await GroupConsumer.start(this.kafka, {
+      groupId: settings.group,
+      topic: settings.topic,
+      fromBeginning: true,
+      onBatch: (records, ctx) => this.onBatch(records, ctx),
+      onCrash: (error) => this.log.error("consumer crashed", { error }),
+    });
+    // An idle worker gets no batches, yet a promote must hear that it holds still.
+    this.idleTimer = setInterval(() => void this.ackIfIdle(), POLL_MS);
+    this.idleTimer.unref();
+    this.log.info("fold started", { worker: this.workerId, generation: this.generation, topic: settings.topic, group: settings.group });
+  }
+
+  /** Wait while a promote has paused the fold or Redis has no generation; returns the generation to write. */
+  private async awaitWritableGeneration(ctx: BatchContext): Promise<number> {
+    let warned = false;
+    for (;;) {
+      const control = await this.store.control();
+      if (control.paused) {
+        await this.store.ackPause(this.workerId, control.epoch);
+      } else if (control.generation === null || control.generation === this.lostGeneration) {
+        if (!warned) {
+          this.log.error("Redis has no mufold generation: projections were lost; run `mufold replay --promote` to restore them");
+          warned = true;
+        }
+      } else {
+        if (control.generation !== this.generation) {
+          this.log.info("generation changed", { from: this.generation, to: control.generation });
+          this.applier.clear();
+          this.generation = control.generation;
+        }
+        return control.generation;
+      }
+      if (!ctx.stillOwned() || this.stopping) throw new MufoldError("batch abandoned while waiting", { retriable: true });
+      await ctx.heartbeat();
+      await sleep(POLL_MS);
+    }
+  }
+
+  private async ackIfIdle(): Promise<void> {
+    if (this.inBatch || this.stopping) return;
+    try {
+      const control = await this.store.control();
+      if (control.paused && !this.inBatch) await this.store.ackPause(this.workerId, control.epoch);
+    } catch {
+      /* Redis unavailable: the next batch reports it */
+    }
+  }
+
+  private async onBatch(records: SourceRecord[], ctx: BatchContext): Promise<void> {
+    this.inBatch = true;
+    try {
+      await this.foldBatch(records, ctx);
+    } finally {
+      this.inBatch = false;
+    }
+  }
+
+  private async foldBatch(records: SourceRecord[], ctx: BatchContext): Promise<void> {
+    const routed = routeRecords(records, { reducerVersion: this.settings.reducerVersion, maxValueBytes: this.settings.maxValueBytes });
+    for (;;) {
+      const generation = await this.awaitWritableGeneration(ctx);
+      try {
+        const stats = await this.applier.applyAll(generation, routed.identities);
+        this.counters.applied += stats.applied;
+        this.counters.duplicatesSkipped += stats.duplicatesSkipped;
+        this.counters.casRetries += stats.casRetries;
+        break;
+      } catch (err) {
+        if (!(err instanceof StateLostError)) throw err;
+        // Never rebuild on top of a partial loss: wait for a replay to be promoted.
+        this.applier.clear();
+        this.lostGeneration = generation;
+        this.log.error("identity state missing in Redis; waiting for `mufold replay --promote`", { error: err, generation });
+      }
+    }
+    if (routed.rejected.length > 0) {
+      await this.producer!.send(
+        dlqTopic(this.settings.topic),
+        routed.rejected.map((r) => dlqMessage(r.record, r.reason, r.detail)),
+      );
+      for (const r of routed.rejected) this.counters.dlqByReason[r.reason] = (this.counters.dlqByReason[r.reason] ?? 0) + 1;
+      this.counters.deadLettered += routed.rejected.length;
+    }
+    this.counters.consumed += records.length;
+    this.counters.batches++;
+  }
+
+  /** Leave the group and close connections; an unfinished batch stays uncommitted and is redelivered. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.idleTimer);
+    await this.consumer?.stop().catch((error) => this.log.warn("consumer stop failed", { error }));
+    await this.producer?.disconnect().catch(() => undefined);
+    await this.redis.quit().catch(() => undefined);
+    this.log.info("fold stopped", { worker: this.workerId, ...this.counters });
+  }
+}

@@ -1,0 +1,23 @@
+import { describe, expect, it } from "vitest";
+import { chooseServices, type ServiceProbe } from "../../src/testing/locate-services.js";
+
+const bare: ServiceProbe = { env: {}, hasJava: false, hasRedisServer: false, isRoot: false, hasAptGet: false };
+
+describe("where the tests find Kafka and Redis", () => {
+  it("uses the environment first", () => {
+    expect(chooseServices({ ...bare, env: { KAFKA_BROKERS: "k:9092", REDIS_URL: "redis://r" } })).toEqual({
+      source: "environment",
+      brokers: "k:9092",
+      redisUrl: "redis://r",
+    });
+  });
+  it("falls back to the infra scripts when Java and Redis (or root with apt) are there", () => {
+    expect(chooseServices({ ...bare, hasJava: true, hasRedisServer: true }).source).toBe("infra-scripts");
+    expect(chooseServices({ ...bare, hasJava: true, isRoot: true, hasAptGet: true }).source).toBe("infra-scripts");
+  });
+  it("fails naming exactly what is missing", () => {
+    const none = chooseServices(bare);
+    expect(none).toEqual({ source: "none", missing: [expect.stringContaining("Java"), expect.stringContaining("redis-server")] });
+    expect(chooseServices({ ...bare, hasRedisServer: true })).toEqual({ source: "none", missing: [expect.stringContaining("Java")] });
+  });
+});
