@@ -46,6 +46,9 @@ export class FoldWorker {
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly applier: IdentityApplier;
   private readonly store: RedisStore;
+  private crashedWith: ((error: unknown) => void) | undefined;
+  /** Settles if the consumer stops on a non-retriable error (the process should exit and be restarted). */
+  readonly crashed = new Promise<unknown>((resolve) => (this.crashedWith = resolve));
 
   private constructor(
     private readonly settings: Settings,
@@ -106,7 +109,10 @@ export class FoldWorker {
       topic: settings.topic,
       fromBeginning: true,
       onBatch: (records, ctx) => this.onBatch(records, ctx),
-      onCrash: (error) => this.log.error("consumer crashed", { error }),
+      onCrash: (error) => {
+        this.log.error("consumer crashed", { error });
+        if (!(error as { retriable?: boolean }).retriable) this.crashedWith?.(error);
+      },
     });
     // An idle worker gets no batches, yet a promote must hear that it holds still.
     this.idleTimer = setInterval(() => void this.ackIfIdle(), POLL_MS);

@@ -110,17 +110,21 @@ export async function foldCommand(args: string[]): Promise<number> {
   const { settings } = parse(args, {});
   const log = createLogger({ service: "mufold" });
   const worker = await FoldWorker.start(settings, log);
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off("SIGTERM", stop);
-      process.off("SIGINT", stop);
-      log.info("stopping: finishing the current batch and leaving the group");
-      void worker.stop().then(resolve, resolve);
+  return new Promise<number>((resolve) => {
+    const stop = (code: number) => {
+      process.off("SIGTERM", onSignal);
+      process.off("SIGINT", onSignal);
+      void worker.stop().then(() => resolve(code), () => resolve(code));
     };
-    process.on("SIGTERM", stop);
-    process.on("SIGINT", stop);
+    const onSignal = () => {
+      log.info("stopping: finishing the current batch and leaving the group");
+      stop(0);
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+    // A consumer that stopped on a non-retriable error ends the process, so a supervisor restarts it.
+    void worker.crashed.then(() => stop(1));
   });
-  return 0;
 }
 
 export async function readCommand(args: string[]): Promise<number> {

@@ -31,7 +31,7 @@ export class RedisStore {
   }
 
   async load(generation: number, identity: string): Promise<StoredIdentity> {
-    const [m, , d] = this.keys(generation, identity);
+    const [m, d] = this.keys(generation, identity);
     const [meta, records] = await Promise.all([this.redis.hgetall(m!), this.redis.hgetall(d!)]);
     return { meta, records };
   }

@@ -1,0 +1,133 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { createKafka } from "../../src/adapters/kafka/client.js";
+import { FoldWorker } from "../../consumers/fold-worker.js";
+import { observationMessage } from "../../producers/observation-message.js";
+import { produce } from "../../producers/produce.js";
+import { simulate } from "../../producers/simulation.js";
+import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
+import type { Observation } from "../../src/core/index.js";
+import type { Settings } from "../../src/config.js";
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+function workload(seed: number, agents = 12, perAgent = 40): Observation[] {
+  return [...simulate({ agents, observationsPerAgent: perAgent, duplicateRate: 0.15, conflictRate: 0.03, snapshotEvery: 15, seed })].map((d) => d.observation);
+}
+
+async function startFold(settings: Settings): Promise<FoldWorker> {
+  const worker = await FoldWorker.start(settings, quietLog);
+  cleanups.push(() => worker.stop());
+  return worker;
+}
+
+async function expectExact(settings: Settings, observations: Observation[]): Promise<void> {
+  const diff = comparePackets(await readAllPackets(settings), expectedPackets(observations));
+  expect(diff).toEqual({ missing: [], extra: [], different: [] });
+}
+
+describe("fold on a real broker and a real Redis", () => {
+  it("every Redis packet byte-equals the embedded reducer's packet for its identity", async () => {
+    const settings = testSettings();
+    cleanups.push(() => dropPrefix(settings));
+    const observations = workload(11);
+    await produce(settings, observations.map(observationMessage));
+    await startFold(settings);
+    await waitCaughtUp(settings);
+    const packets = await readAllPackets(settings);
+    expect(packets.size).toBeGreaterThan(20);
+    await expectExact(settings, observations);
+  });
+
+  it("redelivered records change nothing: not a byte, not a version", async () => {
+    const settings = testSettings();
+    cleanups.push(() => dropPrefix(settings));
+    const observations = workload(12, 8, 30);
+    await produce(settings, observations.map(observationMessage));
+    const first = await startFold(settings);
+    await waitCaughtUp(settings);
+    await first.stop();
+    cleanups.pop();
+    const before = await readAllPackets(settings);
+    const redis = new Redis(settings.redisUrl);
+    cleanups.push(() => redis.quit());
+    const versionsBefore = await redis.keys(`${settings.prefix}:*:m`).then((ks) => Promise.all(ks.sort().map((k) => redis.hget(k, "v"))));
+
+    // Crash before commit, seen from Kafka: the group's offsets go back to 0.
+    const kafka = createKafka({ brokers: settings.brokers, clientId: "mufold-test" });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.resetOffsets({ groupId: settings.group, topic: settings.topic, earliest: true });
+    await admin.disconnect();
+
+    const second = await startFold(settings);
+    await waitCaughtUp(settings);
+    expect(second.counters.consumed).toBe(observations.length);
+    expect(second.counters.applied).toBe(0);
+    expect(second.counters.duplicatesSkipped).toBe(observations.length);
+    expect(await readAllPackets(settings)).toEqual(before);
+    const versionsAfter = await redis.keys(`${settings.prefix}:*:m`).then((ks) => Promise.all(ks.sort().map((k) => redis.hget(k, "v"))));
+    expect(versionsAfter).toEqual(versionsBefore);
+  });
+
+  it("a worker killed with SIGKILL mid-stream and restarted ends with the same packets", async () => {
+    const settings = testSettings();
+    cleanups.push(() => dropPrefix(settings));
+    const observations = workload(13, 30, 60);
+    await produce(settings, observations.map(observationMessage));
+    for (let round = 0; round < 3; round++) {
+      const child = spawnWorker(settings);
+      await sleep(1500 + round * 700);
+      await stopWorker(child, "SIGKILL");
+    }
+    const last = spawnWorker(settings);
+    cleanups.push(() => stopWorker(last));
+    await waitCaughtUp(settings, 180_000);
+    await expectExact(settings, observations);
+  });
+
+  it("two workers with a rebalance in the middle reach the same packets", async () => {
+    const settings = testSettings();
+    cleanups.push(() => dropPrefix(settings));
+    const observations = workload(14, 20, 60);
+    const half = Math.floor(observations.length / 2);
+    await produce(settings, observations.slice(0, half).map(observationMessage));
+    const a = spawnWorker(settings);
+    cleanups.push(() => stopWorker(a));
+    await sleep(1500);
+    const b = spawnWorker(settings); // joins: the group rebalances while a is folding
+    cleanups.push(() => stopWorker(b));
+    await produce(settings, observations.slice(half).map(observationMessage));
+    await sleep(1000);
+    await stopWorker(a); // leaves: another rebalance
+    await waitCaughtUp(settings, 180_000);
+    await expectExact(settings, observations);
+  });
+
+  it("records of one identity spread over every partition (a foreign partitioner) fold exactly", async () => {
+    const settings = testSettings();
+    cleanups.push(() => dropPrefix(settings));
+    const observations = workload(15, 4, 50);
+    const messages = observations.map((o, i) => ({ ...observationMessage(o), partition: i % settings.partitions }));
+    await produce(settings, messages);
+    await startFold(settings);
+    await startFold(settings);
+    await waitCaughtUp(settings);
+    await expectExact(settings, observations);
+  });
+
+  it("refuses to start when Redis lost the generation but the group has committed offsets", async () => {
+    const settings = testSettings();
+    cleanups.push(() => dropPrefix(settings));
+    await produce(settings, workload(16, 2, 5).map(observationMessage));
+    const worker = await startFold(settings);
+    await waitCaughtUp(settings);
+    await worker.stop();
+    cleanups.pop();
+    await dropPrefix(settings);
+    await expect(FoldWorker.start(settings, quietLog)).rejects.toThrow(/replay --promote/);
+  });
+});

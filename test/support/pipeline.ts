@@ -1,0 +1,130 @@
+/**
+ * Integration-test helpers: every test gets its own topic, group and Redis
+ * key prefix on the real broker and Redis, plus an oracle (the embedded
+ * reducer) for what every packet must be.
+ */
+import { randomBytes } from "node:crypto";
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
+import { createKafka } from "../../src/adapters/kafka/client.js";
+import { groupOffsets, partitionOffsets } from "../../src/adapters/kafka/topics.js";
+import { resolveSettings, type Settings } from "../../src/config.js";
+import {
+  canonicalJson,
+  contextOfObservation,
+  emptyIdentityState,
+  foldDelivery,
+  projectIdentityState,
+  reducerIdentity,
+  type Observation,
+  type ReducerContext,
+} from "../../src/core/index.js";
+import { createLogger } from "../../src/log.js";
+import { ProjectionReader } from "../../src/readback.js";
+
+export const BIN = fileURLToPath(new URL("../../bin/mufold.js", import.meta.url));
+
+export function testSettings(overrides: Partial<Settings> = {}): Settings {
+  const id = randomBytes(4).toString("hex");
+  const base = resolveSettings({});
+  return { ...base, topic: `mufold-test.${id}`, group: `mufold-test.${id}`, prefix: `mufold-test:${id}`, partitions: 4, ...overrides };
+}
+
+export const quietLog = createLogger({ test: true }, (process.env.MUFOLD_LOG_LEVEL as never) ?? "error");
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Wait until the group has committed every partition's end offset. */
+export async function waitCaughtUp(settings: Settings, timeoutMs = 120_000): Promise<void> {
+  const kafka = createKafka({ brokers: settings.brokers, clientId: "mufold-test-watch" });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const ends = await partitionOffsets(admin, settings.topic);
+      const committed = await groupOffsets(admin, settings.group, settings.topic);
+      if (ends.every((e) => e.high === 0n || (committed.get(e.partition) ?? -1n) >= e.high)) return;
+      if (Date.now() > deadline) throw new Error(`group ${settings.group} did not catch up: ends ${JSON.stringify(ends.map((e) => String(e.high)))}`);
+      await sleep(100);
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** What every identity's packet must be: the embedded reducer over its valid deliveries. */
+export function expectedPackets(deliveries: readonly Observation[], reducerVersion = "memory_utility_reducer_v0"): Map<string, string> {
+  const states = new Map<string, { context: ReducerContext; state: ReturnType<typeof emptyIdentityState> }>();
+  for (const obs of deliveries) {
+    const context = contextOfObservation(obs, reducerVersion);
+    const id = reducerIdentity(context);
+    let entry = states.get(id);
+    if (entry === undefined) states.set(id, (entry = { context, state: emptyIdentityState() }));
+    foldDelivery(entry.state, obs);
+  }
+  const out = new Map<string, string>();
+  for (const [id, { context, state }] of states) out.set(id, canonicalJson(projectIdentityState(context, state)));
+  return out;
+}
+
+export async function readAllPackets(settings: Settings): Promise<Map<string, string>> {
+  const redis = new Redis(settings.redisUrl);
+  try {
+    const reader = new ProjectionReader(redis, settings.prefix);
+    const out = new Map<string, string>();
+    for (const id of await reader.identities()) out.set(id, (await reader.read(id)) ?? "<missing>");
+    return out;
+  } finally {
+    await redis.quit();
+  }
+}
+
+/** Assert the stored packets are exactly the expected ones (same identities, same bytes). */
+export function comparePackets(actual: Map<string, string>, expected: Map<string, string>): { missing: string[]; extra: string[]; different: string[] } {
+  const missing = [...expected.keys()].filter((k) => !actual.has(k));
+  const extra = [...actual.keys()].filter((k) => !expected.has(k));
+  const different = [...expected.keys()].filter((k) => actual.has(k) && actual.get(k) !== expected.get(k));
+  return { missing, extra, different };
+}
+
+/** A fold worker in its own process (so it can be killed like a real one). */
+export function spawnWorker(settings: Settings, extraEnv: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, [BIN, "fold"], {
+    env: {
+      ...process.env,
+      KAFKA_BROKERS: settings.brokers.join(","),
+      REDIS_URL: settings.redisUrl,
+      MUFOLD_TOPIC: settings.topic,
+      MUFOLD_GROUP: settings.group,
+      MUFOLD_PREFIX: settings.prefix,
+      MUFOLD_PARTITIONS: String(settings.partitions),
+      MUFOLD_LOG_LEVEL: process.env.MUFOLD_LOG_LEVEL ?? "error",
+      ...extraEnv,
+    },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+}
+
+export async function stopWorker(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
+  if (child.exitCode !== null) return child.exitCode;
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  child.kill(signal);
+  return exited;
+}
+
+/** Remove every Redis key under a test prefix. */
+export async function dropPrefix(settings: Settings): Promise<void> {
+  const redis = new Redis(settings.redisUrl);
+  try {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${settings.prefix}:*`, "COUNT", 1000);
+      if (keys.length) await redis.unlink(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+  } finally {
+    await redis.quit();
+  }
+}
