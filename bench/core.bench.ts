@@ -1,0 +1,61 @@
+/**
+ * Core speed, side by side in one run: the same utility-project inputs reduced
+ * by mufold (in process) and by the reference (loopx, in its own process via
+ * the oracle, timed inside Python). Prints a markdown table of deliveries per
+ * second and the ratio.
+ *
+ *   npx tsx bench/core.bench.ts [--repeat N]
+ */
+import { canonicalJson, observationToPy, utilityProject } from "../src/core/index.js";
+import { simulate } from "../producers/simulation.js";
+import { buildStreamInput } from "../test/support/arbitraries.js";
+import { ReferenceOracle } from "../test/support/reference.js";
+
+const repeat = Number(process.argv[process.argv.indexOf("--repeat") + 1] || 20);
+
+function identityStream(deliveries: number, seed: number): string {
+  const obs = [...simulate({ agents: 1, observationsPerAgent: deliveries, snapshotEvery: 1e9, duplicateRate: 0.1, conflictRate: 0.01, memories: 12, seed })].map((d) => d.observation);
+  const first = obs[0]!;
+  return canonicalJson({
+    observations: obs.map((o) => observationToPy(o)),
+    scope: { ...first.scope },
+    retrieval_snapshot_ref: first.retrieval_snapshot_ref,
+    policy_snapshot_ref: first.policy_snapshot_ref,
+  });
+}
+
+function timeMufold(text: string): number {
+  for (let i = 0; i < 3; i++) utilityProject(text); // warm up the JIT
+  const samples: number[] = [];
+  for (let i = 0; i < repeat; i++) {
+    const t0 = process.hrtime.bigint();
+    utilityProject(text);
+    samples.push(Number(process.hrtime.bigint() - t0) / 1e9);
+  }
+  return samples.sort((a, b) => a - b)[Math.floor(samples.length / 2)]!;
+}
+
+const inputs: { name: string; text: string; deliveries: number }[] = [
+  { name: "one identity, 300 deliveries", text: identityStream(300, 1), deliveries: 300 },
+  { name: "one identity, 1,000 deliveries", text: identityStream(1000, 2), deliveries: 1000 },
+  ...(["history", "subjects", "deliveries"] as const).map((tier) => {
+    const s = buildStreamInput(tier, 42, { fault: "none", calm: true });
+    return { name: `generated '${tier}' stream`, text: s.text, deliveries: s.meta.deliveries };
+  }),
+];
+
+const oracle = await ReferenceOracle.start();
+const rows: string[] = [];
+for (const input of inputs) {
+  const status = JSON.parse(utilityProject(input.text).stdout).status ?? "invalid_request";
+  const ours = timeMufold(input.text);
+  const ref = await oracle.request<{ seconds_per_run: number }>({ op: "time_project", input: input.text, repeat: Math.max(3, Math.round(repeat / 4)) });
+  const theirs = ref.seconds_per_run;
+  rows.push(
+    `| ${input.name} (${status}) | ${input.deliveries} | ${(input.deliveries / theirs).toFixed(0)} | ${(input.deliveries / ours).toFixed(0)} | ${(theirs / ours).toFixed(1)}x |`,
+  );
+}
+await oracle.close();
+console.log("| input | deliveries | loopx deliveries/s | mufold deliveries/s | mufold / loopx |");
+console.log("|---|---|---|---|---|");
+for (const r of rows) console.log(r);
