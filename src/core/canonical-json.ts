@@ -40,7 +40,14 @@ function write(v: PyValue, allowNan: boolean): string {
     }
     return out + "]";
   }
-  const keys = Object.keys(v).sort(pyStrCompare);
+  const keys = Object.keys(v);
+  // Objects the core builds are usually already in key order: check before sorting.
+  for (let i = 1; i < keys.length; i++) {
+    if (pyStrCompare(keys[i - 1]!, keys[i]!) > 0) {
+      keys.sort(pyStrCompare);
+      break;
+    }
+  }
   let out = "{";
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;

@@ -17,6 +17,7 @@ import {
   timestampField,
   type Scope,
 } from "./fields.js";
+import { observationIdentityJson, observationJson } from "./observation-json.js";
 import { pyStrStrip } from "./pystr.js";
 import { PyFloat, isPyObject, type PyObject, type PyValue } from "./pyvalue.js";
 
@@ -166,9 +167,7 @@ export function utilityFields(value: PyObject): UtilityFields {
 
 /** The id identity of a normalized observation: ASCII strings and lists only. */
 export function observationIdOf(obs: Pick<Observation, (typeof IDENTITY_FIELDS)[number]>): string {
-  const identity: PyObject = {};
-  for (const key of IDENTITY_FIELDS) identity[key] = obs[key] as PyValue;
-  return "muo_" + sha256Hex(canonicalJson(identity));
+  return "muo_" + sha256Hex(observationIdentityJson(obs));
 }
 
 /** The observation as JSON values (confidence boxed as a Python float). */
@@ -179,8 +178,15 @@ export function observationToPy(obs: Observation, withoutCreatedAt = false): PyO
 }
 
 /** `muof_` fingerprint: every field but `created_at`, so retries share it. */
+const fingerprints = new WeakMap<Observation, string>();
+
 export function observationFingerprint(obs: Observation): string {
-  return "muof_" + sha256Hex(canonicalJson(observationToPy(obs, true)));
+  let fp = fingerprints.get(obs);
+  if (fp === undefined) {
+    fp = "muof_" + sha256Hex(observationJson(obs, false));
+    fingerprints.set(obs, fp);
+  }
+  return fp;
 }
 
 function normalizeObservation(value: PyValue | undefined): Observation {

@@ -129,13 +129,12 @@ export function projectIdentityState(context: ReducerContext, state: IdentitySta
   );
 }
 
-/**
- * The reducer entry point. Returns the packet; throws ContractError only where
- * the reference itself raises (its final readback validation of the packet).
- */
-export function reduceObservations(input: ReduceInput): PyObject {
+/** Either a finished packet (rejected input) or validated state to project. */
+export type PreparedReduction = { kind: "packet"; packet: PyObject } | { kind: "state"; context: ReducerContext; state: IdentityState };
+
+/** Validate the request and its observations, as the reference does before reducing. */
+export function prepareReduction(input: ReduceInput): PreparedReduction {
   let context: ReducerContext | null = null;
-  let state: IdentityState;
   try {
     context = normalizeContext({
       scope: input.scope,
@@ -153,15 +152,23 @@ export function reduceObservations(input: ReduceInput): PyObject {
         pyEquals(prior.policy_snapshot_ref, c.policy_snapshot_ref) &&
         pyEquals(prior.reducer_version, c.reducer_version);
       if (!sameContext || prior.reducer_identity !== identity) {
-        return rejectedProjection(context, ["reducer_identity_mismatch"]);
+        return { kind: "packet", packet: rejectedProjection(context, ["reducer_identity_mismatch"]) };
       }
     }
-    state = validateBatch(input.observations, context);
+    return { kind: "state", context, state: validateBatch(input.observations, context) };
   } catch (err) {
-    if (err instanceof ObservationValidationError) return rejectedProjection(context, [err.reasonCode]);
-    if (err instanceof ContextMismatch) return rejectedProjection(context, err.reasonCodes);
-    if (err instanceof ContractError) return rejectedProjection(context, ["observation_malformed"]);
+    if (err instanceof ObservationValidationError) return { kind: "packet", packet: rejectedProjection(context, [err.reasonCode]) };
+    if (err instanceof ContextMismatch) return { kind: "packet", packet: rejectedProjection(context, err.reasonCodes) };
+    if (err instanceof ContractError) return { kind: "packet", packet: rejectedProjection(context, ["observation_malformed"]) };
     throw err;
   }
-  return projectIdentityState(context, state);
+}
+
+/**
+ * The reducer entry point. Returns the packet; throws ContractError only where
+ * the reference itself raises (its final readback validation of the packet).
+ */
+export function reduceObservations(input: ReduceInput): PyObject {
+  const prepared = prepareReduction(input);
+  return prepared.kind === "packet" ? prepared.packet : projectIdentityState(prepared.context, prepared.state);
 }

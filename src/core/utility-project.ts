@@ -9,7 +9,8 @@ import { DEFAULT_REDUCER_VERSION } from "./identity.js";
 import { PyJsonDecodeError, PyRecursionError, PyValueError, parsePyJson } from "./pyjson-parse.js";
 import { pyStrip } from "./pystr.js";
 import { isPyObject, pySorted, type PyObject, type PyValue } from "./pyvalue.js";
-import { reduceObservations } from "./reducer.js";
+import { assembleParts, computeParts } from "./packet-parts.js";
+import { prepareReduction, type ReduceInput } from "./reducer.js";
 
 export interface CommandResult {
   exitCode: number;
@@ -62,13 +63,21 @@ function requestOf(source: PyObject): {
 }
 
 /** Run `utility-project` on the text of an input file. */
+/** The reducer's packet as canonical JSON (through the same parts the fold stores), and whether it is ok. */
+export function reduceObservationsJson(input: ReduceInput): { json: string; ok: boolean } {
+  const prepared = prepareReduction(input);
+  if (prepared.kind === "packet") return { json: canonicalJson(prepared.packet), ok: prepared.packet.ok === true };
+  const parts = computeParts(prepared.context, prepared.state);
+  return { json: assembleParts(parts), ok: parts.rejected === null };
+}
+
 export function utilityProject(inputText: string): CommandResult {
-  let payload: PyObject;
+  let result: { json: string; ok: boolean };
   try {
     const source = parsePyJson(inputText);
     if (!isPyObject(source)) throw new RequestError("input JSON must contain one object");
     const req = requestOf(source);
-    payload = reduceObservations({
+    result = reduceObservationsJson({
       observations: req.observations,
       scope: req.scope,
       retrieval_snapshot_ref: req.retrieval,
@@ -84,5 +93,5 @@ export function utilityProject(inputText: string): CommandResult {
     if (err instanceof PyRecursionError) return { exitCode: 1, stdout: "", crash: `${err.name}: ${err.message}` };
     throw err;
   }
-  return { exitCode: payload.ok === true ? 0 : 2, stdout: canonicalJson(payload) };
+  return { exitCode: result.ok ? 0 : 2, stdout: result.json };
 }

@@ -1,6 +1,6 @@
 /** The writes that turn one stored PartsView into the next: only what changed. */
 import type { IdentityPart } from "./keys.js";
-import type { PartsView } from "./identity-parts.js";
+import type { PartsView } from "../core/packet-parts.js";
 
 export type OpCode = "HSET" | "HDEL" | "ZADD" | "ZREM" | "DEL";
 

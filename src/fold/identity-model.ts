@@ -11,7 +11,7 @@ import type { Observation } from "../core/observation.js";
 import { MAX_PROJECTION_OBSERVATIONS } from "../core/projection-limits.js";
 import { decodeDeliveryRecord, encodeDeliveryRecord } from "./delivery-record.js";
 import { diffParts, type PartOp } from "./delta.js";
-import { computeParts, emptyParts, type PartsView } from "./identity-parts.js";
+import { computeParts, emptyParts, type PartsView } from "../core/packet-parts.js";
 import { watermarkField } from "./keys.js";
 
 export interface Delivery {

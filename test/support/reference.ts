@@ -39,7 +39,7 @@ export interface OkResponse {
   protocol_error?: boolean;
 }
 
-export interface ValidateResponse extends OkResponse {}
+export type ValidateResponse = OkResponse;
 export interface ObservationResponse extends OkResponse {
   normalized?: string;
   reason_code?: string | null;

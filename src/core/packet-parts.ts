@@ -1,20 +1,23 @@
 /**
- * An identity's packet as stored parts: canonical fragments per subject,
- * history entry, conflict and proposal, plus a small skeleton holding the
- * counters. A delivery changes a bounded number of parts, so Redis writes stay
- * small however large the identity grows; the read function concatenates the
- * parts back into exactly the reducer's bytes (assembleParts is its twin here).
+ * A packet as parts: canonical fragments per subject, history entry, conflict
+ * and proposal, plus a small skeleton holding the counters. The fold stores
+ * the parts (a delivery changes a bounded number of them, so Redis writes stay
+ * small however large an identity grows) and a Redis Function concatenates
+ * them on read; assembleParts is that function's twin, and the embedded CLI
+ * uses it too, so every path emits the same bytes.
  */
-import { canonicalJson } from "../core/canonical-json.js";
-import { analyzeIdentityState, subjectOfGroup, type IdentityAnalysis, type SubjectGroup } from "../core/identity-analysis.js";
-import type { ReducerContext } from "../core/identity.js";
-import type { IdentityState } from "../core/identity-state.js";
-import type { Observation } from "../core/observation.js";
-import { compareOrder } from "../core/ordering.js";
-import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection, historyEntry, historyEntryToPy } from "../core/projection.js";
-import type { PyObject } from "../core/pyvalue.js";
-import { boundsRejection, packetSummary } from "../core/reducer.js";
+import { canonicalJson } from "./canonical-json.js";
+import { analyzeIdentityState, subjectOfGroup, type IdentityAnalysis, type SubjectGroup } from "./identity-analysis.js";
+import type { ReducerContext } from "./identity.js";
+import type { IdentityState } from "./identity-state.js";
+import type { Observation } from "./observation.js";
+import { historyEntryJson } from "./observation-json.js";
+import { compareOrder } from "./ordering.js";
+import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } from "./projection.js";
+import { pyEquals, type PyObject } from "./pyvalue.js";
+import { boundsRejection, packetSummary } from "./reducer.js";
 import { historyMember, subjectMember } from "./sort-keys.js";
+import { reduceSubject } from "./subject.js";
 
 export interface SubjectPart {
   member: string;
@@ -24,6 +27,8 @@ export interface SubjectPart {
   conflict: boolean;
   latest: string;
   signature: string;
+  /** The first field the reference's readback re-reduction (in time order) disagrees on, if any. */
+  recheckFailure: string | null;
 }
 
 export interface HistoryPart {
@@ -32,7 +37,7 @@ export interface HistoryPart {
 }
 
 export interface PartsView {
-  /** Canonical rejected packet when the identity is past a bound, else null. */
+  /** Canonical JSON returned instead of the assembled packet: a rejected packet, or the reference's error. */
   rejected: string | null;
   /** The packet with its four lists cut out, pieces joined by \x01. */
   skeleton: string;
@@ -45,6 +50,10 @@ export interface PartsView {
 
 export const SKELETON_SEPARATOR = "\u0001";
 const LIST_FIELDS = ["observation_history", "rejections", "review_proposals", "subjects"] as const;
+const RECHECK_KEYS = [
+  "utility_estimate", "effective_utility_label", "effective_evidence_basis", "confidence", "uncertainty", "support",
+  "evidence_strength", "evidence_label_summary", "observation_count", "review",
+] as const;
 
 export function emptyParts(): PartsView {
   return { rejected: null, skeleton: "", accepted: 0, deliveries: 0, subjects: new Map(), history: new Map(), conflicts: new Map() };
@@ -55,10 +64,7 @@ const historyMemo = new WeakMap<Observation, { subjectId: string; part: HistoryP
 function historyPart(obs: Observation, subjectId: string, fingerprint: string): HistoryPart {
   const memo = historyMemo.get(obs);
   if (memo !== undefined && memo.subjectId === subjectId) return memo.part;
-  const part = {
-    member: historyMember(obs.created_at, obs.observation_id),
-    fragment: canonicalJson(historyEntryToPy(historyEntry(obs, subjectId, fingerprint))),
-  };
+  const part = { member: historyMember(obs.created_at, obs.observation_id), fragment: historyEntryJson(obs, fingerprint, subjectId) };
   historyMemo.set(obs, { subjectId, part });
   return part;
 }
@@ -69,6 +75,19 @@ function subjectSignature(group: SubjectGroup, a: IdentityAnalysis): string {
   return sig;
 }
 
+/**
+ * The reference validates every packet it returns, re-reducing each subject
+ * from its history in time order while the reducer multiplied confidences in
+ * id order. Where rounding makes the two differ, the reference raises; so do we.
+ */
+function recheck(group: SubjectGroup, subject: PyObject): string | null {
+  if (group.items.length < 3) return null; // two factors commute: no order effect
+  const chronological = [...group.items].sort(compareOrder);
+  const again = reduceSubject(group.subjectId, group.level, group.digests, chronological);
+  for (const key of RECHECK_KEYS) if (!pyEquals(subject[key], again[key])) return key;
+  return null;
+}
+
 function skeletonOf(context: ReducerContext, a: IdentityAnalysis, proposals: PyObject[]): string {
   const levels = a.groups.map((g) => ({ attribution_level: g.level }));
   const packet = baseProjection(context, { ...packetSummary(context, a, proposals), subjects: levels });
@@ -77,6 +96,11 @@ function skeletonOf(context: ReducerContext, a: IdentityAnalysis, proposals: PyO
   let text = canonicalJson(packet);
   for (const field of LIST_FIELDS) text = text.replace(`"\\u0001${field}"`, SKELETON_SEPARATOR);
   return text;
+}
+
+/** The error payload the reference CLI prints when its own packet fails readback validation. */
+export function invalidRequestJson(message: string): string {
+  return canonicalJson({ ok: false, schema_version: "reward_memory_error_v0", status: "invalid_request", error: message });
 }
 
 /** The parts of an identity state; `previous` lets unchanged subjects keep their fragment. */
@@ -92,17 +116,18 @@ export function computeParts(context: ReducerContext, state: IdentityState, prev
     history: new Map(),
     conflicts: new Map(),
   };
-  if (a.overDeliveryLimit) return parts; // constant rejected packet: nothing else is needed
+  if (a.overDeliveryLimit) return parts; // a constant rejected packet: nothing else is needed
   const proposals: PyObject[] = [];
+  let failure: string | null = null;
   for (const group of a.groups) {
     const signature = subjectSignature(group, a);
     const prior = previous.subjects.get(group.subjectId);
     let part: SubjectPart;
-    let latest = group.items[0]!;
-    for (const o of group.items) if (compareOrder(o, latest) >= 0) latest = o;
     if (prior !== undefined && prior.signature === signature) {
       part = prior;
     } else {
+      let latest = group.items[0]!;
+      for (const o of group.items) if (compareOrder(o, latest) >= 0) latest = o;
       const { subject, proposal } = subjectOfGroup(group);
       part = {
         member: subjectMember(group.level, group.key, group.subjectId),
@@ -111,14 +136,18 @@ export function computeParts(context: ReducerContext, state: IdentityState, prev
         conflict: proposal !== null && proposal.state === "conflict",
         latest: historyMember(latest.created_at, latest.observation_id),
         signature,
+        recheckFailure: recheck(group, subject),
       };
     }
+    if (failure === null && part.recheckFailure !== null) failure = `projection subject ${group.subjectId} ${part.recheckFailure} is inconsistent`;
     if (part.proposal !== null) proposals.push({ state: part.conflict ? "conflict" : "review" });
     parts.subjects.set(group.subjectId, part);
     for (const obs of group.items) parts.history.set(obs.observation_id, historyPart(obs, group.subjectId, a.fingerprintOf.get(obs)!));
   }
   for (const c of a.conflicts) parts.conflicts.set(c.observation_id as string, canonicalJson(c));
   parts.skeleton = skeletonOf(context, a, proposals);
+  // The re-reduction runs only on untruncated history, and never on bound-rejected packets.
+  if (parts.rejected === null && failure !== null && a.unique.length <= MAX_PROJECTION_HISTORY) parts.rejected = invalidRequestJson(failure);
   return parts;
 }
 

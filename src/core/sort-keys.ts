@@ -6,7 +6,7 @@
  * Subjects: Python tuple order of (level, digests | (subject_id,)).
  * The id always follows the last NUL, where the read function finds it.
  */
-import { instantOf } from "../core/ordering.js";
+import { instantOf } from "./ordering.js";
 
 const INSTANT_BIAS = 10_000_000; // offsets reach back less than a day before 0001-01-01
 

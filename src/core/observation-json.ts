@@ -1,0 +1,83 @@
+/**
+ * Canonical JSON of the contract's fixed shapes, written directly in sorted
+ * key order. Byte-identical to canonicalJson over the same values (a unit
+ * test holds them together) but without building, sorting and walking a
+ * generic object per observation: this is the reducer's hot path.
+ */
+import { floatJson, quote } from "./canonical-json.js";
+import type { Observation } from "./observation.js";
+
+function list(xs: readonly string[]): string {
+  let out = "[";
+  for (let i = 0; i < xs.length; i++) out += (i ? "," : "") + quote(xs[i]!);
+  return out + "]";
+}
+
+function scopeJson(o: Observation): string {
+  const s = o.scope;
+  return `{"agent_id":${quote(s.agent_id)},"corpus_id":${quote(s.corpus_id)},"project_id":${quote(s.project_id)},"surface_id":${quote(s.surface_id)}}`;
+}
+
+/** canonicalJson(observationToPy(o)), optionally without created_at (the fingerprint's input). */
+export function observationJson(o: Observation, withCreatedAt = true): string {
+  return (
+    `{"application_receipt_id":${quote(o.application_receipt_id)}` +
+    `,"attribution_level":${quote(o.attribution_level)}` +
+    `,"confidence":${floatJson(o.confidence)}` +
+    (withCreatedAt ? `,"created_at":${quote(o.created_at)}` : "") +
+    `,"evaluation_version":${quote(o.evaluation_version)}` +
+    `,"evaluator_ref":${quote(o.evaluator_ref)}` +
+    `,"evidence_basis":${quote(o.evidence_basis)}` +
+    `,"evidence_refs":${list(o.evidence_refs)}` +
+    `,"external_writes_performed":false,"grants_new_action_authority":false` +
+    `,"memory_ref_digests":${list(o.memory_ref_digests)}` +
+    `,"observation_id":${quote(o.observation_id)}` +
+    `,"outcome_ref":${quote(o.outcome_ref)}` +
+    `,"policy_snapshot_ref":${quote(o.policy_snapshot_ref)}` +
+    `,"provider_write_performed":false,"raw_content_captured":false` +
+    `,"reason_codes":${list(o.reason_codes)}` +
+    `,"retrieval_snapshot_ref":${quote(o.retrieval_snapshot_ref)}` +
+    `,"schema_version":${quote(o.schema_version)}` +
+    `,"scope":${scopeJson(o)}` +
+    `,"utility_label":${quote(o.utility_label)}}`
+  );
+}
+
+/** The canonical identity the observation id hashes. */
+export function observationIdentityJson(o: Pick<Observation, "schema_version" | "scope" | "application_receipt_id" | "memory_ref_digests" | "retrieval_snapshot_ref" | "policy_snapshot_ref" | "outcome_ref" | "attribution_level" | "evidence_basis" | "evidence_refs" | "evaluator_ref" | "evaluation_version">): string {
+  return (
+    `{"application_receipt_id":${quote(o.application_receipt_id)}` +
+    `,"attribution_level":${quote(o.attribution_level)}` +
+    `,"evaluation_version":${quote(o.evaluation_version)}` +
+    `,"evaluator_ref":${quote(o.evaluator_ref)}` +
+    `,"evidence_basis":${quote(o.evidence_basis)}` +
+    `,"evidence_refs":${list(o.evidence_refs)}` +
+    `,"memory_ref_digests":${list(o.memory_ref_digests)}` +
+    `,"outcome_ref":${quote(o.outcome_ref)}` +
+    `,"policy_snapshot_ref":${quote(o.policy_snapshot_ref)}` +
+    `,"retrieval_snapshot_ref":${quote(o.retrieval_snapshot_ref)}` +
+    `,"schema_version":${quote(o.schema_version)}` +
+    `,"scope":${scopeJson(o as Observation)}}`
+  );
+}
+
+/** A history entry of the packet. */
+export function historyEntryJson(o: Observation, fingerprint: string, subjectId: string): string {
+  return (
+    `{"application_receipt_id":${quote(o.application_receipt_id)}` +
+    `,"attribution_level":${quote(o.attribution_level)}` +
+    `,"confidence":${floatJson(o.confidence)}` +
+    `,"created_at":${quote(o.created_at)}` +
+    `,"evaluation_version":${quote(o.evaluation_version)}` +
+    `,"evaluator_ref":${quote(o.evaluator_ref)}` +
+    `,"evidence_basis":${quote(o.evidence_basis)}` +
+    `,"evidence_refs":${list(o.evidence_refs)}` +
+    `,"memory_ref_digests":${list(o.memory_ref_digests)}` +
+    `,"observation_fingerprint":${quote(fingerprint)}` +
+    `,"observation_id":${quote(o.observation_id)}` +
+    `,"outcome_ref":${quote(o.outcome_ref)}` +
+    `,"reason_codes":${list(o.reason_codes)}` +
+    `,"subject_id":${quote(subjectId)}` +
+    `,"utility_label":${quote(o.utility_label)}}`
+  );
+}
