@@ -57,6 +57,14 @@ export function compareGroupKeys(a: Pick<SubjectGroup, "level" | "key">, b: Pick
   return a.key.length - b.key.length;
 }
 
+const subjectIds = new WeakMap<Observation, string>();
+
+function subjectIdCached(obs: Observation): string {
+  let id = subjectIds.get(obs);
+  if (id === undefined) subjectIds.set(obs, (id = subjectIdOf(obs)));
+  return id;
+}
+
 export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
   const ids = [...state.byId.keys()].sort();
   const unique: Observation[] = [];
@@ -82,7 +90,7 @@ export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
   }
   const byKey = new Map<string, SubjectGroup>();
   for (const obs of unique) {
-    const subjectId = subjectIdOf(obs);
+    const subjectId = subjectIdCached(obs);
     const key = obs.attribution_level === "none" ? [subjectId] : obs.memory_ref_digests;
     const mapKey = obs.attribution_level + "\u0000" + key.join("\u0000");
     let group = byKey.get(mapKey);

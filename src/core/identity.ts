@@ -1,9 +1,10 @@
 /** Reducer identity (`mur_`), subject ids (`mui_`/`mus_`/`mul_`) and the strict reducer context. */
-import { canonicalDigest } from "./digest.js";
+import { quote } from "./canonical-json.js";
+import { canonicalDigest, sha256Hex } from "./digest.js";
 import type { Scope } from "./fields.js";
 import type { AttributionLevel, Observation } from "./observation.js";
 import { strictRef, strictScope } from "./strict-fields.js";
-import type { PyObject, PyValue } from "./pyvalue.js";
+import type { PyValue } from "./pyvalue.js";
 
 export const PROJECTION_SCHEMA_VERSION = "memory_utility_projection_v0";
 export const DEFAULT_REDUCER_VERSION = "memory_utility_reducer_v0";
@@ -30,7 +31,22 @@ export function normalizeContext(input: {
   };
 }
 
+const identities = new Map<string, string>();
+
+/** `mur_` id of a context; memoized, since the fold asks once per record. */
 export function reducerIdentity(context: ReducerContext): string {
+  const s = context.scope;
+  const key = `${s.agent_id}\u0000${s.project_id}\u0000${s.corpus_id}\u0000${s.surface_id}\u0000${context.retrieval_snapshot_ref}\u0000${context.policy_snapshot_ref}\u0000${context.reducer_version}`;
+  let id = identities.get(key);
+  if (id === undefined) {
+    id = computeReducerIdentity(context);
+    if (identities.size >= 100_000) identities.clear();
+    identities.set(key, id);
+  }
+  return id;
+}
+
+function computeReducerIdentity(context: ReducerContext): string {
   return canonicalDigest(
     {
       schema_version: PROJECTION_SCHEMA_VERSION,
@@ -53,15 +69,12 @@ export function contextOfObservation(obs: Observation, reducerVersion: string): 
   };
 }
 
+/** `mui_`/`mus_` over {attribution_level, memory_ref_digests}; `mul_` adds the receipt id (one lineage subject per receipt). */
 export function subjectIdOf(obs: Pick<Observation, "attribution_level" | "memory_ref_digests" | "application_receipt_id">): string {
   const level: AttributionLevel = obs.attribution_level;
+  const digests = obs.memory_ref_digests.map(quote).join(",");
   if (level === "none") {
-    const identity: PyObject = {
-      attribution_level: level,
-      application_receipt_id: obs.application_receipt_id,
-      memory_ref_digests: [...obs.memory_ref_digests],
-    };
-    return canonicalDigest(identity, "mul_");
+    return "mul_" + sha256Hex(`{"application_receipt_id":${quote(obs.application_receipt_id)},"attribution_level":"none","memory_ref_digests":[${digests}]}`);
   }
-  return canonicalDigest({ attribution_level: level, memory_ref_digests: [...obs.memory_ref_digests] }, level === "item" ? "mui_" : "mus_");
+  return (level === "item" ? "mui_" : "mus_") + sha256Hex(`{"attribution_level":${quote(level)},"memory_ref_digests":[${digests}]}`);
 }

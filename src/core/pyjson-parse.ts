@@ -69,6 +69,8 @@ const MAX_DEPTH = 990;
 
 class Scanner {
   private depth = 0;
+  /** Position after the last value scanned (kept in a field: no tuple per value). */
+  pos = 0;
   constructor(private readonly s: string) {}
 
   skipWs(i: number): number {
@@ -77,8 +79,8 @@ class Scanner {
     return i;
   }
 
-  /** Returns [value, end]; throws StopIteration(pos) where Python's scan_once would. */
-  scanOnce(i: number): [PyValue, number] {
+  /** Scan one value at i; sets this.pos past it. Throws StopIteration(pos) where Python's scan_once would. */
+  scanOnce(i: number): PyValue {
     const s = this.s;
     if (i >= s.length) throw new StopIteration(i);
     const c = s.charCodeAt(i);
@@ -90,25 +92,30 @@ class Scanner {
       case 0x5b: // [
         return this.nested(() => this.parseArray(i + 1));
       case 0x6e: // n
-        if (s.startsWith("null", i)) return [null, i + 4];
+        if (s.startsWith("null", i)) return this.at(i + 4, null);
         break;
       case 0x74: // t
-        if (s.startsWith("true", i)) return [true, i + 4];
+        if (s.startsWith("true", i)) return this.at(i + 4, true);
         break;
       case 0x66: // f
-        if (s.startsWith("false", i)) return [false, i + 5];
+        if (s.startsWith("false", i)) return this.at(i + 5, false);
         break;
       case 0x4e: // N
-        if (s.startsWith("NaN", i)) return [new PyFloat(NaN), i + 3];
+        if (s.startsWith("NaN", i)) return this.at(i + 3, new PyFloat(NaN));
         break;
       case 0x49: // I
-        if (s.startsWith("Infinity", i)) return [new PyFloat(Infinity), i + 8];
+        if (s.startsWith("Infinity", i)) return this.at(i + 8, new PyFloat(Infinity));
         break;
       case 0x2d: // -
-        if (s.startsWith("-Infinity", i)) return [new PyFloat(-Infinity), i + 9];
+        if (s.startsWith("-Infinity", i)) return this.at(i + 9, new PyFloat(-Infinity));
         break;
     }
     return this.matchNumber(i);
+  }
+
+  private at<T extends PyValue>(end: number, value: T): T {
+    this.pos = end;
+    return value;
   }
 
   private nested<T>(parse: () => T): T {
@@ -120,7 +127,7 @@ class Scanner {
     }
   }
 
-  private matchNumber(start: number): [PyValue, number] {
+  private matchNumber(start: number): PyValue {
     const s = this.s;
     let i = start;
     if (s.charCodeAt(i) === 0x2d) i++;
@@ -151,8 +158,9 @@ class Scanner {
         isFloat = true;
       }
     }
+    this.pos = i;
     const lexeme = s.slice(start, i);
-    if (isFloat) return [new PyFloat(Number(lexeme)), i];
+    if (isFloat) return new PyFloat(Number(lexeme));
     const digits = lexeme.length - (lexeme.charCodeAt(0) === 0x2d ? 1 : 0);
     if (digits > INT_MAX_STR_DIGITS) {
       throw new PyValueError(
@@ -161,13 +169,13 @@ class Scanner {
     }
     if (digits <= 15) {
       const n = Number(lexeme);
-      return [n === 0 ? 0 : n, i]; // "-0" is the int 0
+      return n === 0 ? 0 : n; // "-0" is the int 0
     }
     const big = BigInt(lexeme);
-    return [big >= -9007199254740991n && big <= 9007199254740991n ? Number(big) : big, i];
+    return big >= -9007199254740991n && big <= 9007199254740991n ? Number(big) : big;
   }
 
-  private scanString(end: number): [string, number] {
+  private scanString(end: number): string {
     const s = this.s;
     const begin = end - 1;
     let out = "";
@@ -182,8 +190,11 @@ class Scanner {
         j++;
       }
       if (j >= s.length) throw new PyJsonDecodeError("Unterminated string starting at", s, begin);
+      if (c === 0x22) {
+        this.pos = j + 1;
+        return i === end ? s.slice(i, j) : out + s.slice(i, j);
+      }
       out += s.slice(i, j);
-      if (c === 0x22) return [out, j + 1];
       // backslash
       j++;
       if (j === s.length) throw new PyJsonDecodeError("Unterminated string starting at", s, begin);
@@ -218,48 +229,47 @@ class Scanner {
     }
   }
 
-  private parseObject(start: number): [PyObject, number] {
+  private parseObject(start: number): PyObject {
     const s = this.s;
     const obj: PyObject = {};
     let i = this.skipWs(start);
-    if (s.charCodeAt(i) === 0x7d) return [obj, i + 1];
+    if (s.charCodeAt(i) === 0x7d) return this.at(i + 1, obj);
     for (;;) {
       if (s.charCodeAt(i) !== 0x22) {
         throw new PyJsonDecodeError("Expecting property name enclosed in double quotes", s, i);
       }
-      const [key, afterKey] = this.scanString(i + 1);
-      i = this.skipWs(afterKey);
+      const key = this.scanString(i + 1);
+      i = this.skipWs(this.pos);
       if (s.charCodeAt(i) !== 0x3a) throw new PyJsonDecodeError("Expecting ':' delimiter", s, i);
       i = this.skipWs(i + 1);
-      const [value, afterValue] = this.valueAt(i);
+      const value = this.valueAt(i);
       // Plain assignment keeps the first position and the last value, like a dict.
       if (key === "__proto__") Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
       else obj[key] = value;
-      i = this.skipWs(afterValue);
+      i = this.skipWs(this.pos);
       const c = s.charCodeAt(i);
-      if (c === 0x7d) return [obj, i + 1];
+      if (c === 0x7d) return this.at(i + 1, obj);
       if (c !== 0x2c) throw new PyJsonDecodeError("Expecting ',' delimiter", s, i);
       i = this.skipWs(i + 1);
     }
   }
 
-  private parseArray(start: number): [PyValue[], number] {
+  private parseArray(start: number): PyValue[] {
     const s = this.s;
     const arr: PyValue[] = [];
     let i = this.skipWs(start);
-    if (s.charCodeAt(i) === 0x5d) return [arr, i + 1];
+    if (s.charCodeAt(i) === 0x5d) return this.at(i + 1, arr);
     for (;;) {
-      const [value, after] = this.valueAt(i);
-      arr.push(value);
-      i = this.skipWs(after);
+      arr.push(this.valueAt(i));
+      i = this.skipWs(this.pos);
       const c = s.charCodeAt(i);
-      if (c === 0x5d) return [arr, i + 1];
+      if (c === 0x5d) return this.at(i + 1, arr);
       if (c !== 0x2c) throw new PyJsonDecodeError("Expecting ',' delimiter", s, i);
       i = this.skipWs(i + 1);
     }
   }
 
-  private valueAt(i: number): [PyValue, number] {
+  private valueAt(i: number): PyValue {
     try {
       return this.scanOnce(i);
     } catch (err) {
@@ -311,14 +321,13 @@ export function parsePyJson(text: string): PyValue {
   const scanner = new Scanner(text);
   const start = scanner.skipWs(0);
   let value: PyValue;
-  let end: number;
   try {
-    [value, end] = scanner.scanOnce(start);
+    value = scanner.scanOnce(start);
   } catch (err) {
     if (err instanceof StopIteration) throw new PyJsonDecodeError("Expecting value", text, err.pos);
     throw err;
   }
-  end = scanner.skipWs(end);
+  const end = scanner.skipWs(scanner.pos);
   if (end !== text.length) throw new PyJsonDecodeError("Extra data", text, end);
   return value;
 }

@@ -1,0 +1,73 @@
+import { describe, expect, it } from "vitest";
+import {
+  canonicalDigest,
+  canonicalJson,
+  contextOfObservation,
+  emptyIdentityState,
+  foldDelivery,
+  observationFingerprint,
+  observationToPy,
+  parsePyJson,
+  projectIdentityState,
+  reducerIdentity,
+  subjectIdOf,
+  validateObservation,
+  type Observation,
+  type PyObject,
+} from "../../src/core/index.js";
+import { observationIdentityJson, observationJson, historyEntryJson } from "../../src/core/observation-json.js";
+import { historyEntry, historyEntryToPy } from "../../src/core/projection.js";
+import { assembleParts, computeParts } from "../../src/core/packet-parts.js";
+import { IDENTITY_FIELDS } from "../../src/core/observation.js";
+import { simulate } from "../../producers/simulation.js";
+import { conformanceCases } from "../support/conformance.js";
+
+const observations = [...simulate({ agents: 5, observationsPerAgent: 60, duplicateRate: 0.2, conflictRate: 0.05, snapshotEvery: 25, seed: 5 })].map((d) => d.observation);
+
+describe("direct canonical writers equal the generic canonical JSON", () => {
+  it("observations, identities, history entries and subject ids", () => {
+    for (const o of observations) {
+      expect(observationJson(o)).toBe(canonicalJson(observationToPy(o)));
+      expect(observationJson(o, false)).toBe(canonicalJson(observationToPy(o, true)));
+      const identity = Object.fromEntries(IDENTITY_FIELDS.map((k) => [k, observationToPy(o)[k]!]));
+      expect(observationIdentityJson(o)).toBe(canonicalJson(identity));
+      const fp = observationFingerprint(o);
+      expect(historyEntryJson(o, fp, "mui_x")).toBe(canonicalJson(historyEntryToPy(historyEntry(o, "mui_x", fp))));
+      const subjectIdentity: PyObject =
+        o.attribution_level === "none"
+          ? { attribution_level: "none", application_receipt_id: o.application_receipt_id, memory_ref_digests: [...o.memory_ref_digests] }
+          : { attribution_level: o.attribution_level, memory_ref_digests: [...o.memory_ref_digests] };
+      const prefix = o.attribution_level === "none" ? "mul_" : o.attribution_level === "item" ? "mui_" : "mus_";
+      expect(subjectIdOf(o)).toBe(canonicalDigest(subjectIdentity, prefix));
+    }
+  });
+});
+
+describe("the fragment path equals the object path of the reducer", () => {
+  it("for every identity of the conformance cases, built incrementally delivery by delivery", () => {
+    let identities = 0;
+    for (const c of conformanceCases()) {
+      const input = parsePyJson(JSON.stringify(c.input)) as { observations: unknown[]; reducer_version?: string };
+      let valid: Observation[];
+      try {
+        valid = input.observations.map((o) => validateObservation(o as never));
+      } catch {
+        continue;
+      }
+      const byIdentity = new Map<string, { context: ReturnType<typeof contextOfObservation>; state: ReturnType<typeof emptyIdentityState>; parts?: ReturnType<typeof computeParts> }>();
+      for (const o of valid) {
+        const context = contextOfObservation(o, input.reducer_version ?? "memory_utility_reducer_v0");
+        const id = reducerIdentity(context);
+        let e = byIdentity.get(id);
+        if (!e) byIdentity.set(id, (e = { context, state: emptyIdentityState() }));
+        foldDelivery(e.state, o);
+        e.parts = computeParts(e.context, e.state, e.parts);
+      }
+      for (const e of byIdentity.values()) {
+        identities++;
+        expect(assembleParts(e.parts!)).toBe(canonicalJson(projectIdentityState(e.context, e.state)));
+      }
+    }
+    expect(identities).toBeGreaterThan(100);
+  }, 120_000);
+});
