@@ -14,7 +14,7 @@ import { ReferenceOracle } from "../test/support/reference.js";
 const repeat = Number(process.argv[process.argv.indexOf("--repeat") + 1] || 20);
 
 function identityStream(deliveries: number, seed: number): string {
-  const obs = [...simulate({ agents: 1, observationsPerAgent: deliveries, snapshotEvery: 1e9, duplicateRate: 0.1, conflictRate: 0.01, memories: 12, seed })].map((d) => d.observation);
+  const obs = [...simulate({ agents: 1, observationsPerAgent: deliveries, snapshotEvery: 1e9, duplicateRate: 0.1, conflictRate: 0.01, memories: 6, seed })].map((d) => d.observation);
   const first = obs[0]!;
   return canonicalJson({
     observations: obs.map((o) => observationToPy(o)),

@@ -23,10 +23,17 @@ export function asObject(value: PyValue | undefined, label: string): PyObject {
 
 /** Exact key set; message lists missing and unknown keys like Python's list repr. */
 export function requireExactFields(value: PyObject, expected: ReadonlySet<string>, label: string): void {
+  let count = 0;
+  let same = true;
+  for (const k in value) {
+    count++;
+    if (!expected.has(k)) {
+      same = false;
+      break;
+    }
+  }
+  if (same && count === expected.size) return;
   const keys = Object.keys(value);
-  let same = keys.length === expected.size;
-  if (same) for (const k of keys) if (!expected.has(k)) same = false;
-  if (same) return;
   const missing = pySorted([...expected].filter((k) => !Object.prototype.hasOwnProperty.call(value, k)));
   const unknown = pySorted(keys.filter((k) => !expected.has(k)));
   fail(`${label} has invalid fields: missing=${pyReprStrList(missing)}, unknown=${pyReprStrList(unknown)}`);

@@ -24,10 +24,29 @@ const encoder = new TextEncoder();
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Reader over the UTF-8 bytes with C's NUL terminator past the end. */
-class Bytes {
-  constructor(readonly b: Uint8Array) {}
+interface Bytes {
+  readonly length: number;
+  at(i: number): number;
+}
+
+class Utf8Bytes implements Bytes {
+  readonly length: number;
+  constructor(private readonly b: Uint8Array) {
+    this.length = b.length;
+  }
   at(i: number): number {
     return i < this.b.length ? this.b[i]! : 0;
+  }
+}
+
+/** ASCII text is its own UTF-8: read it without encoding. */
+class AsciiBytes implements Bytes {
+  readonly length: number;
+  constructor(private readonly s: string) {
+    this.length = s.length;
+  }
+  at(i: number): number {
+    return i < this.s.length ? this.s.charCodeAt(i) : 0;
   }
 }
 
@@ -249,10 +268,11 @@ function sanitize(text: string): string | null {
 
 /** `datetime.fromisoformat(text)`, or null where CPython raises ValueError. */
 export function pyFromIsoFormat(text: string): IsoDateTime | null {
-  const clean = isAscii(text) ? (text.length < 7 ? null : text) : sanitize(text);
+  const ascii = isAscii(text);
+  const clean = ascii ? (text.length < 7 ? null : text) : sanitize(text);
   if (clean === null) return null;
-  const b = new Bytes(encoder.encode(clean));
-  const len = b.b.length;
+  const b: Bytes = ascii ? new AsciiBytes(clean) : new Utf8Bytes(encoder.encode(clean));
+  const len = b.length;
   const sepAt = findSeparator(b, len);
   const out: IsoDateTime = { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0, microsecond: 0, offsetMicros: null };
   if (!parseDate(b, sepAt, out)) return null;

@@ -178,15 +178,8 @@ export function observationToPy(obs: Observation, withoutCreatedAt = false): PyO
 }
 
 /** `muof_` fingerprint: every field but `created_at`, so retries share it. */
-const fingerprints = new WeakMap<Observation, string>();
-
 export function observationFingerprint(obs: Observation): string {
-  let fp = fingerprints.get(obs);
-  if (fp === undefined) {
-    fp = "muof_" + sha256Hex(observationJson(obs, false));
-    fingerprints.set(obs, fp);
-  }
-  return fp;
+  return "muof_" + sha256Hex(observationJson(obs, false));
 }
 
 function normalizeObservation(value: PyValue | undefined): Observation {
