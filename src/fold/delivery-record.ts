@@ -3,15 +3,17 @@
  * fingerprint with its count and earliest delivery. This is the identity state
  * the packet is a function of; a worker rebuilds its cache from it.
  */
-import { canonicalJson } from "../core/canonical-json.js";
 import type { FingerprintState } from "../core/identity-state.js";
-import { observationToPy, validateObservation } from "../core/observation.js";
+import { validateObservation } from "../core/observation.js";
+import { observationJson } from "../core/observation-json.js";
 import { parsePyJson } from "../core/pyjson-parse.js";
 import type { PyValue } from "../core/pyvalue.js";
 
+/** `[[fingerprint, count, observation], …]` as canonical JSON (written directly: this runs per delivery). */
 export function encodeDeliveryRecord(versions: Map<string, FingerprintState>): string {
-  const rows: PyValue[] = [...versions].map(([fp, v]) => [fp, v.count, observationToPy(v.representative)]);
-  return canonicalJson(rows);
+  let out = "[";
+  for (const [fp, v] of versions) out += (out.length > 1 ? "," : "") + `[${JSON.stringify(fp)},${v.count},${observationJson(v.representative)}]`;
+  return out + "]";
 }
 
 export function decodeDeliveryRecord(text: string): Map<string, FingerprintState> {

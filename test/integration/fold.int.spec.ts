@@ -119,6 +119,34 @@ describe("fold on a real broker and a real Redis", () => {
     await expectExact(settings, observations);
   });
 
+  it("refuses a topic with finite retention unless told otherwise", async () => {
+    const settings = testSettings();
+    cleanups.push(() => dropPrefix(settings));
+    const kafka = createKafka({ brokers: settings.brokers, clientId: "mufold-test" });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: settings.topic, numPartitions: 2, configEntries: [{ name: "retention.ms", value: "86400000" }] }] });
+    await admin.disconnect();
+    await expect(FoldWorker.start(settings, quietLog)).rejects.toThrow(/finite retention.*allow-finite-retention/);
+    const worker = await startFold({ ...settings, allowFiniteRetention: true });
+    expect(worker.workerId).toBeTruthy();
+  });
+
+  it("SIGTERM finishes cleanly: the process exits 0 and leaves the group", async () => {
+    const settings = testSettings();
+    cleanups.push(() => dropPrefix(settings));
+    await produce(settings, workload(17, 4, 20).map(observationMessage));
+    const child = spawnWorker(settings);
+    await waitCaughtUp(settings);
+    expect(await stopWorker(child, "SIGTERM")).toBe(0);
+    const kafka = createKafka({ brokers: settings.brokers, clientId: "mufold-test" });
+    const admin = kafka.admin();
+    await admin.connect();
+    const { groups } = await admin.describeGroups([settings.group]);
+    await admin.disconnect();
+    expect(groups[0]!.members).toHaveLength(0);
+  });
+
   it("refuses to start when Redis lost the generation but the group has committed offsets", async () => {
     const settings = testSettings();
     cleanups.push(() => dropPrefix(settings));
