@@ -4,7 +4,7 @@
  * identity per batch), dead-letters the rest, and only then commits offsets.
  */
 import { hostname } from "node:os";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { createKafka, type Kafka } from "../src/adapters/kafka/client.js";
 import { GroupConsumer, type BatchContext } from "../src/adapters/kafka/consumer.js";
 import { ReliableProducer } from "../src/adapters/kafka/producer.js";
@@ -31,6 +31,7 @@ export interface FoldCounters {
 }
 
 const POLL_MS = 250;
+const MAX_TRANSIENT_ATTEMPTS = 120;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class FoldWorker {
@@ -53,7 +54,7 @@ export class FoldWorker {
   private constructor(
     private readonly settings: Settings,
     private readonly kafka: Kafka,
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly log: Logger,
   ) {
     this.store = new RedisStore(redis, settings.prefix);
@@ -110,8 +111,12 @@ export class FoldWorker {
       fromBeginning: true,
       onBatch: (records, ctx) => this.onBatch(records, ctx),
       onCrash: (error) => {
+        if ((error as { retriable?: boolean }).retriable) {
+          this.log.warn("consumer restarting after a retriable error", { error });
+          return;
+        }
         this.log.error("consumer crashed", { error });
-        if (!(error as { retriable?: boolean }).retriable) this.crashedWith?.(error);
+        this.crashedWith?.(error);
       },
     });
     // An idle worker gets no batches, yet a promote must hear that it holds still.
@@ -124,7 +129,18 @@ export class FoldWorker {
   private async awaitWritableGeneration(ctx: BatchContext): Promise<number> {
     let warned = false;
     for (;;) {
-      const control = await this.store.control();
+      let control;
+      try {
+        control = await this.store.control();
+      } catch (error) {
+        // Redis unreachable (restarting): hold the batch, uncommitted, and keep the group membership alive.
+        if (!warned) this.log.warn("Redis unavailable; holding the batch", { error });
+        warned = true;
+        if (!ctx.stillOwned() || this.stopping) throw error;
+        await ctx.heartbeat().catch(() => undefined);
+        await sleep(POLL_MS * 4);
+        continue;
+      }
       if (control.paused) {
         await this.store.ackPause(this.workerId, control.epoch);
       } else if (control.generation === null || control.generation === this.lostGeneration) {
@@ -167,7 +183,7 @@ export class FoldWorker {
 
   private async foldBatch(records: SourceRecord[], ctx: BatchContext): Promise<void> {
     const routed = routeRecords(records, { reducerVersion: this.settings.reducerVersion, maxValueBytes: this.settings.maxValueBytes });
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       const generation = await this.awaitWritableGeneration(ctx);
       try {
         const stats = await this.applier.applyAll(generation, routed.identities);
@@ -176,18 +192,37 @@ export class FoldWorker {
         this.counters.casRetries += stats.casRetries;
         break;
       } catch (err) {
-        if (!(err instanceof StateLostError)) throw err;
-        // Never rebuild on top of a partial loss: wait for a replay to be promoted.
-        this.applier.clear();
-        this.lostGeneration = generation;
-        this.log.error("identity state missing in Redis; waiting for `mufold replay --promote`", { error: err, generation });
+        this.applier.clear(); // whatever landed, the versions and watermarks in Redis tell on reload
+        if (err instanceof StateLostError) {
+          // Never rebuild on top of a partial loss: wait for a replay to be promoted.
+          this.lostGeneration = generation;
+          this.log.error("identity state missing in Redis; waiting for `mufold replay --promote`", { error: err, generation });
+          continue;
+        }
+        // A CROSSSLOT reply is a key-layout bug, not a passing fault: never retry it.
+        const fatal = (err instanceof MufoldError && !err.retriable) || (err instanceof Error && err.message.startsWith("CROSSSLOT"));
+        if (fatal || attempt >= MAX_TRANSIENT_ATTEMPTS) throw err;
+        // Redis restarting or unreachable: the batch stays uncommitted; try again.
+        this.log.warn("apply failed; retrying the batch", { error: err, attempt });
+        if (!ctx.stillOwned() || this.stopping) throw err;
+        await ctx.heartbeat().catch(() => undefined);
+        await sleep(Math.min(5_000, POLL_MS * attempt));
       }
     }
     if (routed.rejected.length > 0) {
-      await this.producer!.send(
-        dlqTopic(this.settings.topic),
-        routed.rejected.map((r) => dlqMessage(r.record, r.reason, r.detail)),
-      );
+      const messages = routed.rejected.map((r) => dlqMessage(r.record, r.reason, r.detail));
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.producer!.send(dlqTopic(this.settings.topic), messages);
+          break;
+        } catch (error) {
+          // The producer already retried; a broker restart can outlast that. The batch stays uncommitted meanwhile.
+          if (attempt >= 10 || !ctx.stillOwned() || this.stopping) throw error;
+          this.log.warn("dead-letter produce failed; retrying", { error, attempt });
+          await ctx.heartbeat().catch(() => undefined);
+          await sleep(1_000 * attempt);
+        }
+      }
       for (const r of routed.rejected) this.counters.dlqByReason[r.reason] = (this.counters.dlqByReason[r.reason] ?? 0) + 1;
       this.counters.deadLettered += routed.rejected.length;
     }

@@ -10,7 +10,7 @@ const OPAQUE_REF = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/;
 
 export const SETTINGS = {
   brokers: { env: "KAFKA_BROKERS", flag: "brokers", default: "127.0.0.1:9092", help: "Kafka bootstrap brokers, comma-separated host:port" },
-  redisUrl: { env: "REDIS_URL", flag: "redis-url", default: "redis://127.0.0.1:6379", help: "Redis URL (redis:// or rediss://)" },
+  redisUrl: { env: "REDIS_URL", flag: "redis-url", default: "redis://127.0.0.1:6379", help: "Redis URL: redis:// or rediss:// for one node; redis+cluster://[user:password@]host:port[,host:port...] (or rediss+cluster://) for a Redis Cluster" },
   topic: { env: "MUFOLD_TOPIC", flag: "topic", default: "memory-utility-observations", help: "observation topic (the DLQ is <topic>.dlq)" },
   group: { env: "MUFOLD_GROUP", flag: "group", default: "mufold-fold", help: "consumer group of the fold" },
   prefix: { env: "MUFOLD_PREFIX", flag: "prefix", default: "mufold", help: "Redis key prefix" },
@@ -29,7 +29,12 @@ const schema = z.object({
     .string()
     .transform((s) => s.split(",").map((b) => b.trim()).filter(Boolean))
     .pipe(z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, "each broker must be host:port")).min(1, "at least one broker")),
-  redisUrl: z.string().regex(/^rediss?:\/\//, "must start with redis:// or rediss://"),
+  redisUrl: z
+    .string()
+    .regex(
+      /^(rediss?:\/\/|rediss?\+cluster:\/\/([^\s/@]*@)?[^\s:/@,]+:\d{1,5}(,[^\s:/@,]+:\d{1,5})*\/?$)/,
+      "must be redis:// or rediss:// (one node), or redis+cluster://[user:password@]host:port[,host:port...] (Redis Cluster seed nodes; rediss+cluster:// for TLS)",
+    ),
   topic: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/, "must be a valid Kafka topic name"),
   group: z.string().min(1),
   prefix: z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, "letters, digits, _ . : - only"),

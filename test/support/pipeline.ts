@@ -6,7 +6,8 @@
 import { randomBytes } from "node:crypto";
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { Redis } from "ioredis";
+import { connectRedis } from "../../src/adapters/redis/connect.js";
+import { RedisStore } from "../../src/adapters/redis/store.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { groupOffsets, partitionOffsets } from "../../src/adapters/kafka/topics.js";
 import { resolveSettings, type Settings } from "../../src/config.js";
@@ -70,7 +71,7 @@ export function expectedPackets(deliveries: readonly Observation[], reducerVersi
 }
 
 export async function readAllPackets(settings: Settings): Promise<Map<string, string>> {
-  const redis = new Redis(settings.redisUrl);
+  const redis = connectRedis(settings.redisUrl);
   try {
     const reader = new ProjectionReader(redis, settings.prefix);
     const out = new Map<string, string>();
@@ -116,14 +117,9 @@ export async function stopWorker(child: ChildProcess, signal: NodeJS.Signals = "
 
 /** Remove every Redis key under a test prefix. */
 export async function dropPrefix(settings: Settings): Promise<void> {
-  const redis = new Redis(settings.redisUrl);
+  const redis = connectRedis(settings.redisUrl);
   try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", `${settings.prefix}:*`, "COUNT", 1000);
-      if (keys.length) await redis.unlink(...keys);
-      cursor = next;
-    } while (cursor !== "0");
+    await new RedisStore(redis, settings.prefix).dropPrefix();
   } finally {
     await redis.quit();
   }

@@ -33,6 +33,13 @@ export class ReliableProducer {
     await this.producer.send({ topic, acks: -1, compression: Compression.zstd, messages: messages as OutMessage[] });
   }
 
+  /** Send and return where each partition's part of the batch landed (first offset). */
+  async sendWithOffsets(topic: string, messages: readonly OutMessage[]): Promise<{ partition: number; baseOffset: bigint }[]> {
+    if (messages.length === 0) return [];
+    const meta = await this.producer.send({ topic, acks: -1, compression: Compression.zstd, messages: messages as OutMessage[] });
+    return meta.map((m) => ({ partition: m.partition, baseOffset: BigInt(m.baseOffset ?? "-1") }));
+  }
+
   async disconnect(): Promise<void> {
     await this.producer.disconnect();
   }

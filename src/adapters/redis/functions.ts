@@ -1,6 +1,6 @@
 /** Loads the versioned Redis Function library that reads and writes identities. */
 import { readFileSync } from "node:fs";
-import type { Redis, Cluster } from "ioredis";
+import { masterNodes, type RedisClient } from "./connect.js";
 
 export const LIBRARY_NAME = "mufold_v1";
 export const READ_FUNCTION = "mufold_read_v1";
@@ -13,8 +13,12 @@ export function librarySource(): string {
   return source;
 }
 
-/** FUNCTION LOAD REPLACE on every master (idempotent). */
-export async function loadFunctions(redis: Redis | Cluster): Promise<void> {
-  const nodes = "nodes" in redis && typeof redis.nodes === "function" ? (redis as Cluster).nodes("master") : [redis as Redis];
+/**
+ * FUNCTION LOAD REPLACE on every master of a cluster, or on the one node
+ * (idempotent). A cluster's master list is read at each call, so a master
+ * that restarted empty, or one added since, gets the library too.
+ */
+export async function loadFunctions(redis: RedisClient): Promise<void> {
+  const nodes = await masterNodes(redis);
   await Promise.all(nodes.map((node) => node.call("FUNCTION", "LOAD", "REPLACE", librarySource())));
 }

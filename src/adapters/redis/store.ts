@@ -2,10 +2,18 @@
  * The Redis side of the fold: identity parts per generation, the version-
  * checked apply, the one-call readback, the identity index and the control
  * hash (current generation, pause flag). All Redis commands live here.
+ *
+ * It works on one node and on a Redis Cluster alike: the ten keys of an
+ * identity share the hash tag `{mur_…}`, so each FCALL/FCALL_RO names keys of
+ * one slot and ioredis sends it to the master owning that slot (routing by the
+ * first key, checked by `assertFcallRouting`). The control hash, its acks and
+ * the generation index are single-key commands, each routed by its own key.
+ * Whatever walks the keyspace (`scanKeys`, `dropPrefix`) walks every master.
  */
 import type { Cluster, Redis } from "ioredis";
 import type { PartOp } from "../../fold/delta.js";
 import { IDENTITY_PARTS, controlKey, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
+import { assertFcallRouting, isCluster, masterNodes } from "./connect.js";
 import { APPLY_FUNCTION, READ_FUNCTION, loadFunctions } from "./functions.js";
 import { applyResult } from "./errors.js";
 
@@ -21,10 +29,15 @@ export interface Control {
 }
 
 export class RedisStore {
+  /** One library reload at a time, shared by every call that found the library missing. */
+  private reloading: Promise<void> | undefined;
+
   constructor(
     readonly redis: Redis | Cluster,
     readonly prefix: string,
-  ) {}
+  ) {
+    if (isCluster(redis)) assertFcallRouting();
+  }
 
   keys(generation: number, identity: string): string[] {
     return identityKeys(this.prefix, generation, identity);
@@ -53,15 +66,25 @@ export class RedisStore {
     return reply === null ? null : String(reply);
   }
 
-  /** Call a library function, loading the library once if Redis lost it (restart, FLUSHALL). */
+  /**
+   * Call a library function, loading the library again if Redis lost it
+   * (restart, FLUSHALL, FUNCTION FLUSH). On a cluster the reload reaches every
+   * master, so a single restarted master is covered; concurrent calls that
+   * all found it missing share one reload.
+   */
   private async fcall(command: "FCALL" | "FCALL_RO", fn: string, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
       return await this.redis.call(command, fn, keys.length, ...keys, ...args);
     } catch (err) {
       if (!(err instanceof Error) || !/Function not found/i.test(err.message)) throw err;
-      await loadFunctions(this.redis);
+      await this.reloadFunctions();
       return this.redis.call(command, fn, keys.length, ...keys, ...args);
     }
+  }
+
+  private reloadFunctions(): Promise<void> {
+    this.reloading ??= loadFunctions(this.redis).finally(() => (this.reloading = undefined));
+    return this.reloading;
   }
 
   async meta(generation: number, identity: string): Promise<Record<string, string>> {
@@ -124,10 +147,40 @@ export class RedisStore {
     let removed = 0;
     const ids = await this.listIdentities(generation);
     for (let i = 0; i < ids.length; i += 200) {
-      const keys = ids.slice(i, i + 200).flatMap((id) => this.keys(generation, id));
-      for (const k of keys) removed += await this.redis.unlink(k);
+      // One UNLINK per identity: its ten keys share one slot.
+      const counts = await Promise.all(ids.slice(i, i + 200).map((id) => this.redis.unlink(...this.keys(generation, id))));
+      for (const n of counts) removed += n;
     }
     removed += await this.redis.unlink(indexKey(this.prefix, generation));
+    return removed;
+  }
+
+  /** Every key under `<prefix>:` on every master (SCAN per node; the order is unspecified). */
+  async scanKeys(match = `${this.prefix}:*`): Promise<string[]> {
+    const out = new Set<string>();
+    for (const node of await masterNodes(this.redis)) {
+      let cursor = "0";
+      do {
+        const [next, batch] = await node.scan(cursor, "MATCH", match, "COUNT", 1000);
+        for (const key of batch) out.add(key);
+        cursor = next;
+      } while (cursor !== "0");
+    }
+    return [...out];
+  }
+
+  /**
+   * Delete every key under `<prefix>:` (all generations, the control hash and
+   * its acks) on every master; returns how many were removed. Keys are
+   * unlinked one by one through the client, which routes each by its slot.
+   */
+  async dropPrefix(): Promise<number> {
+    const keys = await this.scanKeys();
+    let removed = 0;
+    for (let i = 0; i < keys.length; i += 1000) {
+      const counts = await Promise.all(keys.slice(i, i + 1000).map((k) => this.redis.unlink(k)));
+      for (const n of counts) removed += n;
+    }
     return removed;
   }
 }

@@ -1,0 +1,226 @@
+/**
+ * The fault harness: folds a workload while killing workers (SIGKILL),
+ * restarting the Kafka broker, restarting Redis with its state lost (then
+ * restoring it with a promoted replay, as an operator would), and scaling the
+ * group 1 -> 3 -> 1. It ends by comparing every identity's packet with the pure
+ * reducer over that identity's valid records read straight from the topic.
+ * Bounded in time; it drives the project's own infra scripts.
+ */
+import { execFileSync } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { createKafka } from "../../src/adapters/kafka/client.js";
+import { partitionOffsets } from "../../src/adapters/kafka/topics.js";
+import type { Settings } from "../../src/config.js";
+import { routeRecords } from "../../consumers/batch-router.js";
+import { runReplay } from "../../consumers/replay.js";
+import type { SourceRecord } from "../../consumers/dlq.js";
+import { openSender } from "../../producers/produce.js";
+import { observationMessage } from "../../producers/observation-message.js";
+import { simulate } from "../../producers/simulation.js";
+import type { Observation } from "../../src/core/index.js";
+import { Prng } from "../../producers/simulation.js";
+import { REPO_ROOT } from "../support/reference.js";
+import { comparePackets, expectedPackets, quietLog, readAllPackets, sleep, spawnWorker, stopWorker, waitCaughtUp } from "../support/pipeline.js";
+import type { OutMessage } from "../../src/adapters/kafka/producer.js";
+
+export interface ChaosOptions {
+  agents: number;
+  observationsPerAgent: number;
+  snapshotEvery: number;
+  kills: number;
+  /** Extra records mixed in that are not valid observations (DLQ traffic). */
+  hostile?: (rng: Prng, base: Observation) => OutMessage;
+  hostileEvery?: number;
+  brokerRestart: boolean;
+  redisRestart: boolean;
+  seed: number;
+  timeLimitSeconds: number;
+  log?: (line: string) => void;
+}
+
+export interface ChaosReport {
+  observations: number;
+  hostile: number;
+  identities: number;
+  kills: number;
+  brokerRestarts: number;
+  redisRestarts: number;
+  promotes: number;
+  scaleEvents: string[];
+  mismatches: number;
+  lost: number;
+  doubled: number;
+  missingIdentities: number;
+  extraIdentities: number;
+  seconds: number;
+}
+
+const infra = (script: string) => execFileSync("bash", [`${REPO_ROOT}/infra/${script}`], { stdio: ["ignore", "ignore", "inherit"] });
+
+/** Every record of the topic, read straight from Kafka. */
+export async function readTopic(settings: Settings): Promise<SourceRecord[]> {
+  const kafka = createKafka({ brokers: settings.brokers, clientId: "mufold-chaos-reader" });
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = await partitionOffsets(admin, settings.topic);
+  await admin.disconnect();
+  const want = new Map(ends.map((e) => [e.partition, e.high]));
+  const seen = new Map<number, bigint>();
+  const out: SourceRecord[] = [];
+  const consumer = kafka.consumer({ groupId: `${settings.group}.audit.${Date.now()}`, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: settings.topic, fromBeginning: true });
+  const done = () => [...want].every(([p, h]) => h === 0n || (seen.get(p) ?? 0n) >= h);
+  await consumer.run({
+    eachBatch: async ({ batch }) => {
+      for (const m of batch.messages) {
+        if (BigInt(m.offset) >= (want.get(batch.partition) ?? 0n)) continue;
+        out.push({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, headers: m.headers });
+        seen.set(batch.partition, BigInt(m.offset) + 1n);
+      }
+    },
+  });
+  while (!done()) await sleep(100);
+  await consumer.disconnect();
+  return out;
+}
+
+/** The packets the topic's valid records imply (the same decision the fold makes). */
+export function packetsFromRecords(settings: Settings, records: SourceRecord[]): { expected: Map<string, string>; valid: Observation[]; rejected: number } {
+  const routed = routeRecords(records, { reducerVersion: settings.reducerVersion, maxValueBytes: settings.maxValueBytes });
+  const valid = routed.identities.flatMap((b) => b.deliveries.map((d) => d.observation));
+  return { expected: expectedPackets(valid, settings.reducerVersion), valid, rejected: routed.rejected.length };
+}
+
+function totalDeliveries(packet: string | undefined): number {
+  if (packet === undefined) return 0;
+  const p = JSON.parse(packet);
+  return (p.accepted_observation_count ?? 0) + (p.duplicate_observation_count ?? 0) + (p.rejected_observation_count ?? 0);
+}
+
+export async function runChaos(settings: Settings, o: ChaosOptions): Promise<ChaosReport> {
+  const log = o.log ?? (() => undefined);
+  const started = Date.now();
+  const deadline = started + o.timeLimitSeconds * 1000;
+  const rng = new Prng(o.seed);
+  const report: ChaosReport = {
+    observations: 0, hostile: 0, identities: 0, kills: 0, brokerRestarts: 0, redisRestarts: 0, promotes: 0,
+    scaleEvents: [], mismatches: 0, lost: 0, doubled: 0, missingIdentities: 0, extraIdentities: 0, seconds: 0,
+  };
+
+  const messages: OutMessage[] = [];
+  let i = 0;
+  for (const d of simulate({ agents: o.agents, observationsPerAgent: o.observationsPerAgent, snapshotEvery: o.snapshotEvery, duplicateRate: 0.1, conflictRate: 0.01, seed: o.seed })) {
+    messages.push(observationMessage(d.observation));
+    report.observations++;
+    if (o.hostile && o.hostileEvery && ++i % o.hostileEvery === 0) {
+      messages.push(o.hostile(rng, d.observation));
+      report.hostile++;
+    }
+  }
+  log(`chaos: ${report.observations} observations + ${report.hostile} hostile records`);
+
+  const workers: ChildProcess[] = [];
+  const scale = async (n: number) => {
+    while (workers.length < n) workers.push(spawnWorker(settings));
+    while (workers.length > n) await stopWorker(workers.pop()!, "SIGTERM");
+    report.scaleEvents.push(`${n}`);
+    log(`chaos: scaled to ${n} worker(s)`);
+  };
+  const killOne = async () => {
+    if (workers.length === 0) return;
+    const k = rng.int(0, workers.length - 1);
+    await stopWorker(workers[k]!, "SIGKILL");
+    workers[k] = spawnWorker(settings);
+    report.kills++;
+  };
+
+  // Produce in chunks while the faults run; the producer is idempotent and retries through a broker restart.
+  const sender = await openSender(settings);
+  let produced = 0;
+  const chunks = 40;
+  const chunkSize = Math.ceil(messages.length / chunks);
+  const producing = (async () => {
+    for (let c = 0; c < chunks; c++) {
+      await sender.send(messages.slice(c * chunkSize, (c + 1) * chunkSize));
+      produced = Math.min(messages.length, (c + 1) * chunkSize);
+      await sleep(50);
+    }
+  })();
+
+  try {
+    await scale(1);
+    const plan: (() => Promise<void>)[] = [];
+    for (let k = 0; k < o.kills; k++) plan.push(killOne);
+    plan.splice(Math.floor(o.kills * 0.2), 0, () => scale(3));
+    if (o.brokerRestart) {
+      plan.splice(Math.floor(o.kills * 0.4), 0, async () => {
+        log("chaos: restarting the Kafka broker");
+        infra("kafka/stop.sh");
+        infra("kafka/start.sh");
+        report.brokerRestarts++;
+      });
+    }
+    if (o.redisRestart) {
+      plan.splice(Math.floor(o.kills * 0.6), 0, async () => {
+        log("chaos: restarting Redis (state lost), then replay --promote");
+        infra("redis/stop.sh");
+        infra("redis/start.sh");
+        report.redisRestarts++;
+        await sleep(1000); // the fold notices and holds still
+        const summary = await runReplay(settings, { verify: false, promote: true, dropAfterSeconds: 0 }, quietLog);
+        if (!summary.promoted) throw new Error("replay did not promote");
+        report.promotes++;
+      });
+    }
+    plan.splice(Math.floor(o.kills * 0.8), 0, () => scale(1));
+    // Spread the faults over the fold's progress, so they hit it at every stage.
+    const admin = createKafka({ brokers: settings.brokers, clientId: "mufold-chaos-progress" }).admin();
+    await admin.connect();
+    let folded = 0;
+    const progress = async () => {
+      try {
+        const offsets = await admin.fetchOffsets({ groupId: settings.group, topics: [settings.topic] });
+        folded = (offsets[0]?.partitions ?? []).reduce((a, p) => a + Math.max(0, Number(p.offset)), 0);
+      } catch {
+        /* the broker may be restarting */
+      }
+      return folded / messages.length;
+    };
+    try {
+      for (let k = 0; k < plan.length; k++) {
+        const target = (k + 1) / (plan.length + 2);
+        const stepDeadline = Date.now() + 30_000 + rng.int(0, 500);
+        while ((await progress()) < target && Date.now() < stepDeadline) await sleep(100);
+        if (Date.now() > deadline) throw new Error("chaos: time limit reached during faults");
+        await sleep(rng.int(0, 400));
+        await plan[k]!();
+      }
+    } finally {
+      await admin.disconnect().catch(() => undefined);
+    }
+    await producing;
+    log(`chaos: produced ${produced}; waiting for the fold to catch up`);
+    await waitCaughtUp(settings, Math.max(30_000, deadline - Date.now()));
+  } finally {
+    await sender.close().catch(() => undefined);
+    for (const w of workers) await stopWorker(w, "SIGTERM");
+  }
+
+  const records = await readTopic(settings);
+  const { expected } = packetsFromRecords(settings, records);
+  const actual = await readAllPackets(settings);
+  const diff = comparePackets(actual, expected);
+  report.identities = expected.size;
+  report.missingIdentities = diff.missing.length;
+  report.extraIdentities = diff.extra.length;
+  report.mismatches = diff.missing.length + diff.extra.length + diff.different.length;
+  for (const id of [...diff.different, ...diff.missing]) {
+    const want = totalDeliveries(expected.get(id));
+    const got = totalDeliveries(actual.get(id));
+    if (got < want) report.lost += want - got;
+    if (got > want) report.doubled += got - want;
+  }
+  report.seconds = (Date.now() - started) / 1000;
+  return report;
+}
