@@ -16,6 +16,7 @@ import { RedisStore } from "../src/adapters/redis/store.js";
 import type { Settings } from "../src/config.js";
 import { MufoldError } from "../src/errors.js";
 import type { Logger } from "../src/log.js";
+import type { FoldMetrics } from "../src/metrics.js";
 import { routeRecords } from "./batch-router.js";
 import { dlqMessage, dlqTopic, type SourceRecord } from "./dlq.js";
 import { IdentityApplier } from "./identity-applier.js";
@@ -56,6 +57,7 @@ export class FoldWorker {
     private readonly kafka: Kafka,
     private readonly redis: Redis | Cluster,
     private readonly log: Logger,
+    private readonly metrics: FoldMetrics | undefined,
   ) {
     this.store = new RedisStore(redis, settings.prefix);
     this.applier = new IdentityApplier(this.store, settings.cacheSize);
@@ -65,10 +67,10 @@ export class FoldWorker {
     return this.applier.cached;
   }
 
-  static async start(settings: Settings, log: Logger): Promise<FoldWorker> {
+  static async start(settings: Settings, log: Logger, metrics?: FoldMetrics): Promise<FoldWorker> {
     const kafka = createKafka({ brokers: settings.brokers, clientId: `${settings.clientId}-fold` });
     const redis = connectRedis(settings.redisUrl);
-    const worker = new FoldWorker(settings, kafka, redis, log.child({ component: "fold" }));
+    const worker = new FoldWorker(settings, kafka, redis, log.child({ component: "fold" }), metrics);
     try {
       await worker.prepare();
     } catch (err) {
@@ -182,14 +184,21 @@ export class FoldWorker {
   }
 
   private async foldBatch(records: SourceRecord[], ctx: BatchContext): Promise<void> {
+    const endBatch = this.metrics?.batchSeconds.startTimer();
     const routed = routeRecords(records, { reducerVersion: this.settings.reducerVersion, maxValueBytes: this.settings.maxValueBytes });
     for (let attempt = 1; ; attempt++) {
       const generation = await this.awaitWritableGeneration(ctx);
       try {
+        const endApply = this.metrics?.applySeconds.startTimer();
         const stats = await this.applier.applyAll(generation, routed.identities);
+        endApply?.();
         this.counters.applied += stats.applied;
         this.counters.duplicatesSkipped += stats.duplicatesSkipped;
         this.counters.casRetries += stats.casRetries;
+        this.metrics?.deliveriesApplied.inc(stats.applied);
+        this.metrics?.duplicatesSkipped.inc(stats.duplicatesSkipped);
+        this.metrics?.casRetries.inc(stats.casRetries);
+        this.metrics?.conflictingDeliveries.inc(stats.conflicting);
         break;
       } catch (err) {
         this.applier.clear(); // whatever landed, the versions and watermarks in Redis tell on reload
@@ -223,11 +232,21 @@ export class FoldWorker {
           await sleep(1_000 * attempt);
         }
       }
-      for (const r of routed.rejected) this.counters.dlqByReason[r.reason] = (this.counters.dlqByReason[r.reason] ?? 0) + 1;
+      for (const r of routed.rejected) {
+        this.counters.dlqByReason[r.reason] = (this.counters.dlqByReason[r.reason] ?? 0) + 1;
+        this.metrics?.deadLetters.inc({ reason: r.reason });
+      }
       this.counters.deadLettered += routed.rejected.length;
     }
     this.counters.consumed += records.length;
     this.counters.batches++;
+    if (this.metrics) {
+      this.metrics.recordsConsumed.inc(records.length);
+      this.metrics.identitiesCached.set(this.applier.cached);
+      const last = BigInt(records[records.length - 1]!.offset);
+      this.metrics.consumerLag.set({ partition: String(ctx.partition) }, Math.max(0, Number(BigInt(ctx.highWatermark) - last - 1n)));
+      endBatch?.();
+    }
   }
 
   /** Leave the group and close connections; an unfinished batch stays uncommitted and is redelivered. */

@@ -18,6 +18,7 @@ export interface IdentityBatch {
 export interface ApplyStats {
   applied: number;
   duplicatesSkipped: number;
+  conflicting: number;
   casRetries: number;
   identities: number;
   newIdentities: string[];
@@ -71,6 +72,7 @@ export class IdentityApplier {
         model.committed(plan, version);
         this.remember(key, model);
         stats.applied += plan.applied;
+        stats.conflicting += plan.conflicting;
         stats.duplicatesSkipped += plan.skipped;
         if (wasNew) stats.newIdentities.push(batch.identity);
         return;
@@ -84,7 +86,7 @@ export class IdentityApplier {
 
   /** Apply every identity of a batch concurrently (Redis pipelines the calls). */
   async applyAll(generation: number, batches: readonly IdentityBatch[]): Promise<ApplyStats> {
-    const stats: ApplyStats = { applied: 0, duplicatesSkipped: 0, casRetries: 0, identities: batches.length, newIdentities: [] };
+    const stats: ApplyStats = { applied: 0, duplicatesSkipped: 0, conflicting: 0, casRetries: 0, identities: batches.length, newIdentities: [] };
     // Index first (idempotent): a crash after an apply must not leave an identity unlisted.
     await this.store.addToIndex(generation, batches.map((b) => b.identity));
     await Promise.all(batches.map((b) => this.applyIdentity(generation, b, stats)));

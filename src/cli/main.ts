@@ -3,6 +3,7 @@ import { MufoldError } from "../errors.js";
 import { REWARD_MEMORY_USAGE, rewardMemory } from "./reward-memory.js";
 import { foldCommand, produceCommand, readCommand, replayCommand, simulateCommand } from "./stream-commands.js";
 import { demoCommand } from "./demo.js";
+import { serveCommand } from "./serve.js";
 
 const USAGE = `mufold — exact, reproducible memory utility projections
 
@@ -12,6 +13,7 @@ ${REWARD_MEMORY_USAGE}
   mufold fold                                  join the consumer group and fold into Redis (SIGTERM stops cleanly)
   mufold read (--identity ID | --agent A --project P --corpus C --surface S --retrieval R --policy P | --list) [--validate]
   mufold replay [--verify] [--promote] [--keep-shadow]
+  mufold serve [--port 8080] [--host 127.0.0.1]   read-only HTTP API: /v1/projections, /v1/identities, /metrics, /healthz, /readyz
   mufold demo                                  start Kafka + Redis, simulate, fold with two workers, replay --verify
 
 Settings (flag / environment): --brokers KAFKA_BROKERS, --redis-url REDIS_URL, --topic MUFOLD_TOPIC,
@@ -27,6 +29,7 @@ const STREAM_COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   read: readCommand,
   replay: replayCommand,
   demo: demoCommand,
+  serve: serveCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -6,6 +6,10 @@ import { MufoldError } from "../errors.js";
 import { createLogger } from "../log.js";
 import { connectRedis } from "../adapters/redis/connect.js";
 import { ProjectionReader, identityOf } from "../readback.js";
+import { createFoldMetrics } from "../metrics.js";
+import { Readiness } from "../http/readiness.js";
+import { startHttpServer } from "../http/server.js";
+import { redisReadiness } from "./serve.js";
 import { FoldWorker } from "../../consumers/fold-worker.js";
 import { runReplay } from "../../consumers/replay.js";
 import { openSender, prepareMessages, produce } from "../../producers/produce.js";
@@ -107,14 +111,32 @@ export async function runSimulation(
 }
 
 export async function foldCommand(args: string[]): Promise<number> {
-  const { settings } = parse(args, {});
+  const { values, settings } = parse(args, { "http-port": { type: "string" }, "http-host": { type: "string" } });
   const log = createLogger({ service: "mufold" });
-  const worker = await FoldWorker.start(settings, log);
+  const metrics = createFoldMetrics();
+  const worker = await FoldWorker.start(settings, log, metrics);
+  // Optional HTTP side: /metrics, /healthz, /readyz and the readback API, in the fold process.
+  const httpPort = (values["http-port"] as string | undefined) ?? process.env.MUFOLD_HTTP_PORT;
+  let http: { close(): Promise<void> } | undefined;
+  let httpRedis: ReturnType<typeof connectRedis> | undefined;
+  if (httpPort !== undefined) {
+    httpRedis = connectRedis(settings.redisUrl);
+    http = await startHttpServer({
+      reader: new ProjectionReader(httpRedis, settings.prefix),
+      registry: metrics.registry,
+      readiness: new Readiness().register("redis", redisReadiness(httpRedis)),
+      port: Number(httpPort),
+      host: (values["http-host"] as string | undefined) ?? process.env.MUFOLD_HTTP_HOST ?? "127.0.0.1",
+      log: log.child({ component: "http" }),
+      reducerVersion: settings.reducerVersion,
+    });
+  }
   return new Promise<number>((resolve) => {
     const stop = (code: number) => {
       process.off("SIGTERM", onSignal);
       process.off("SIGINT", onSignal);
-      void worker.stop().then(() => resolve(code), () => resolve(code));
+      const done = () => resolve(code);
+      void Promise.allSettled([worker.stop(), http?.close(), httpRedis?.quit()]).then(done, done);
     };
     const onSignal = () => {
       log.info("stopping: finishing the current batch and leaving the group");

@@ -22,17 +22,22 @@ export function emptyIdentityState(): IdentityState {
   return { byId: new Map(), deliveries: 0 };
 }
 
-export function foldDelivery(state: IdentityState, obs: Observation, fingerprint = observationFingerprint(obs)): void {
+/** What a delivery was to its identity: a new id, a repeat of a known payload, or a changed payload (a conflict). */
+export type DeliveryKind = "new" | "duplicate" | "conflict";
+
+export function foldDelivery(state: IdentityState, obs: Observation, fingerprint = observationFingerprint(obs)): DeliveryKind {
+  state.deliveries++;
   let versions = state.byId.get(obs.observation_id);
   if (versions === undefined) {
     versions = new Map();
     state.byId.set(obs.observation_id, versions);
   }
   const prior = versions.get(fingerprint);
-  if (prior === undefined) versions.set(fingerprint, { representative: obs, count: 1 });
-  else {
-    prior.count++;
-    if (compareOrder(obs, prior.representative) < 0) prior.representative = obs;
+  if (prior === undefined) {
+    versions.set(fingerprint, { representative: obs, count: 1 });
+    return versions.size === 1 ? "new" : "conflict";
   }
-  state.deliveries++;
+  prior.count++;
+  if (compareOrder(obs, prior.representative) < 0) prior.representative = obs;
+  return "duplicate";
 }

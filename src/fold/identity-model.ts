@@ -27,6 +27,8 @@ export interface Plan {
   watermarks: Map<string, bigint>;
   applied: number;
   skipped: number;
+  /** Applied deliveries that changed the payload of a known observation id. */
+  conflicting: number;
   nextParts: PartsView;
 }
 
@@ -70,6 +72,7 @@ export class IdentityModel {
     const touched = new Set<string>();
     let applied = 0;
     let skipped = 0;
+    let conflicting = 0;
     for (const d of deliveries) {
       const field = watermarkField(d.topic, d.partition);
       const seen = watermarks.get(field) ?? this.watermarks.get(field) ?? -1n;
@@ -81,7 +84,7 @@ export class IdentityModel {
       applied++;
       if (this.sealed) this.state.deliveries++;
       else {
-        foldDelivery(this.state, d.observation, d.fingerprint);
+        if (foldDelivery(this.state, d.observation, d.fingerprint) === "conflict") conflicting++;
         touched.add(d.observation.observation_id);
       }
     }
@@ -97,7 +100,7 @@ export class IdentityModel {
     }
     if (this.version === 0 && applied > 0) ops.push({ op: "HSET", part: "m", field: "ctx", value: canonicalJson({ ...this.context, scope: { ...this.context.scope } }) });
     for (const [field, offset] of watermarks) this.watermarks.set(field, offset);
-    return { ops, watermarks, applied, skipped, nextParts };
+    return { ops, watermarks, applied, skipped, conflicting, nextParts };
   }
 
   /** Record a successful apply. */

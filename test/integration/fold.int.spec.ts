@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { createKafka } from "../../src/adapters/kafka/client.js";
@@ -6,10 +7,21 @@ import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
-import type { Observation } from "../../src/core/index.js";
+import { observationFingerprint, type Observation } from "../../src/core/index.js";
 import type { Settings } from "../../src/config.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
 afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
 });
@@ -145,6 +157,35 @@ describe("fold on a real broker and a real Redis", () => {
     const { groups } = await admin.describeGroups([settings.group]);
     await admin.disconnect();
     expect(groups[0]!.members).toHaveLength(0);
+  });
+
+  it("a fold process with --http-port exposes its metrics, health and the readback API", async () => {
+    const settings = testSettings();
+    cleanups.push(() => dropPrefix(settings));
+    const observations = workload(18, 10, 40);
+    await produce(settings, [...observations.map(observationMessage), { key: null, value: "not json" }]);
+    const port = await freePort();
+    const child = spawnWorker(settings, { MUFOLD_HTTP_PORT: String(port) });
+    cleanups.push(() => stopWorker(child));
+    await waitCaughtUp(settings);
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`^mufold_records_consumed_total ${observations.length + 1}$`, "m"));
+    expect(metrics).toMatch(/^mufold_dead_letters_total\{reason="value_not_json"\} 1$/m);
+    const applied = Number(/^mufold_deliveries_applied_total (\d+)$/m.exec(metrics)![1]);
+    expect(applied).toBe(observations.length);
+    const prints = new Map<string, Set<string>>();
+    for (const o of observations) {
+      if (!prints.has(o.observation_id)) prints.set(o.observation_id, new Set());
+      prints.get(o.observation_id)!.add(observationFingerprint(o));
+    }
+    const conflicting = [...prints.values()].reduce((a, fps) => a + fps.size - 1, 0);
+    expect(conflicting).toBeGreaterThan(0);
+    expect(metrics).toMatch(new RegExp(`^mufold_conflicting_deliveries_total ${conflicting}$`, "m"));
+    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+    const [identity, packet] = [...expectedPackets(observations)][0]!;
+    const res = await fetch(`http://127.0.0.1:${port}/v1/projections/${identity}`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe(packet);
   });
 
   it("refuses to start when Redis lost the generation but the group has committed offsets", async () => {

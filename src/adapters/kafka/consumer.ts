@@ -9,6 +9,8 @@ import type { SourceRecord } from "../../../consumers/dlq.js";
 export interface BatchContext {
   topic: string;
   partition: number;
+  /** The partition's high watermark when the batch was fetched (for lag). */
+  highWatermark: string;
   heartbeat(): Promise<void>;
   /** False once the consumer is stopping or the partition was revoked. */
   stillOwned(): boolean;
@@ -59,6 +61,7 @@ export class GroupConsumer {
         await options.onBatch(records, {
           topic: batch.topic,
           partition: batch.partition,
+          highWatermark: batch.highWatermark,
           heartbeat,
           stillOwned: () => isRunning() && !isStale(),
         });
