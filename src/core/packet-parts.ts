@@ -26,7 +26,8 @@ export interface SubjectPart {
   /** Review state is conflict (the packet then needs review). */
   conflict: boolean;
   latest: string;
-  signature: string;
+  /** The accepted observations the fragment was computed from (compared by reference). */
+  items: readonly Observation[];
   /** The first field the reference's readback re-reduction (in time order) disagrees on, if any. */
   recheckFailure: string | null;
 }
@@ -46,6 +47,8 @@ export interface PartsView {
   subjects: Map<string, SubjectPart>;
   history: Map<string, HistoryPart>;
   conflicts: Map<string, string>;
+  /** Delivery count behind each conflict fragment (to reuse unchanged fragments). */
+  conflictCounts: Map<string, number>;
 }
 
 export const SKELETON_SEPARATOR = "\u0001";
@@ -56,7 +59,7 @@ const RECHECK_KEYS = [
 ] as const;
 
 export function emptyParts(): PartsView {
-  return { rejected: null, skeleton: "", accepted: 0, deliveries: 0, subjects: new Map(), history: new Map(), conflicts: new Map() };
+  return { rejected: null, skeleton: "", accepted: 0, deliveries: 0, subjects: new Map(), history: new Map(), conflicts: new Map(), conflictCounts: new Map() };
 }
 
 const historyMemo = new WeakMap<Observation, { subjectId: string; part: HistoryPart }>();
@@ -69,11 +72,13 @@ function historyPart(obs: Observation, subjectId: string, fingerprint: string): 
   return part;
 }
 
-function subjectSignature(group: SubjectGroup, a: IdentityAnalysis): string {
-  let sig = "";
-  for (const o of group.items) sig += a.fingerprintOf.get(o)! + o.created_at + "\u0000";
-  return sig;
+/** Same observations, same representatives, same order: the subject is unchanged. */
+function sameItems(a: readonly Observation[], b: readonly Observation[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
+
 
 /**
  * The reference validates every packet it returns, re-reducing each subject
@@ -115,15 +120,15 @@ export function computeParts(context: ReducerContext, state: IdentityState, prev
     subjects: new Map(),
     history: new Map(),
     conflicts: new Map(),
+    conflictCounts: new Map(),
   };
   if (a.overDeliveryLimit) return parts; // a constant rejected packet: nothing else is needed
   const proposals: PyObject[] = [];
   let failure: string | null = null;
   for (const group of a.groups) {
-    const signature = subjectSignature(group, a);
     const prior = previous.subjects.get(group.subjectId);
     let part: SubjectPart;
-    if (prior !== undefined && prior.signature === signature) {
+    if (prior !== undefined && sameItems(prior.items, group.items)) {
       part = prior;
     } else {
       let latest = group.items[0]!;
@@ -135,7 +140,7 @@ export function computeParts(context: ReducerContext, state: IdentityState, prev
         proposal: proposal === null ? null : canonicalJson(proposal),
         conflict: proposal !== null && proposal.state === "conflict",
         latest: historyMember(latest.created_at, latest.observation_id),
-        signature,
+        items: group.items,
         recheckFailure: recheck(group, subject),
       };
     }
@@ -144,7 +149,14 @@ export function computeParts(context: ReducerContext, state: IdentityState, prev
     parts.subjects.set(group.subjectId, part);
     for (const obs of group.items) parts.history.set(obs.observation_id, historyPart(obs, group.subjectId, a.fingerprintOf.get(obs)!));
   }
-  for (const c of a.conflicts) parts.conflicts.set(c.observation_id as string, canonicalJson(c));
+  for (const c of a.conflicts) {
+    const id = c.observation_id as string;
+    const count = c.delivery_count as number;
+    // Every delivery of a quarantined id raises its count, so an unchanged count means unchanged bytes.
+    const prior = previous.conflictCounts.get(id) === count ? previous.conflicts.get(id) : undefined;
+    parts.conflicts.set(id, prior ?? canonicalJson(c));
+    parts.conflictCounts.set(id, count);
+  }
   parts.skeleton = skeletonOf(context, a, proposals);
   // The re-reduction runs only on untruncated history, and never on bound-rejected packets.
   if (parts.rejected === null && failure !== null && a.unique.length <= MAX_PROJECTION_HISTORY) parts.rejected = invalidRequestJson(failure);
