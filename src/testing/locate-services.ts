@@ -1,7 +1,8 @@
 /**
  * Where the tests find Kafka and Redis, in order: KAFKA_BROKERS / REDIS_URL
  * when set; else the project's own infra scripts when their prerequisites are
- * present (Java for the broker; redis-server, or root to install it); else a
+ * present (Java for the broker; redis-server, or root to install it); else
+ * containers (testcontainers) when a container engine is reachable; else a
  * clear failure that says what to install.
  */
 export interface ServiceProbe {
@@ -10,11 +11,14 @@ export interface ServiceProbe {
   hasRedisServer: boolean;
   isRoot: boolean;
   hasAptGet: boolean;
+  /** A Docker-compatible engine answers (DOCKER_HOST or a socket that responds). */
+  hasContainerEngine: boolean;
 }
 
 export type ServiceChoice =
   | { source: "environment"; brokers: string; redisUrl: string }
   | { source: "infra-scripts" }
+  | { source: "containers" }
   | { source: "none"; missing: string[] };
 
 export function chooseServices(probe: ServiceProbe): ServiceChoice {
@@ -26,5 +30,6 @@ export function chooseServices(probe: ServiceProbe): ServiceChoice {
     missing.push("redis-server (apt-get install redis-server), or set REDIS_URL");
   }
   if (missing.length === 0) return { source: "infra-scripts" };
-  return { source: "none", missing };
+  if (probe.hasContainerEngine) return { source: "containers" };
+  return { source: "none", missing: [...missing, "or a container engine (Docker) for testcontainers"] };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { chooseServices, type ServiceProbe } from "../../src/testing/locate-services.js";
 
-const bare: ServiceProbe = { env: {}, hasJava: false, hasRedisServer: false, isRoot: false, hasAptGet: false };
+const bare: ServiceProbe = { env: {}, hasJava: false, hasRedisServer: false, isRoot: false, hasAptGet: false, hasContainerEngine: false };
 
 describe("where the tests find Kafka and Redis", () => {
   it("uses the environment first", () => {
@@ -15,9 +15,17 @@ describe("where the tests find Kafka and Redis", () => {
     expect(chooseServices({ ...bare, hasJava: true, hasRedisServer: true }).source).toBe("infra-scripts");
     expect(chooseServices({ ...bare, hasJava: true, isRoot: true, hasAptGet: true }).source).toBe("infra-scripts");
   });
+  it("uses containers only when the infra scripts cannot run and an engine answers", () => {
+    expect(chooseServices({ ...bare, hasContainerEngine: true }).source).toBe("containers");
+    expect(chooseServices({ ...bare, hasContainerEngine: true, hasJava: true, hasRedisServer: true }).source).toBe("infra-scripts");
+    expect(chooseServices({ ...bare, hasContainerEngine: true, env: { KAFKA_BROKERS: "k:1", REDIS_URL: "redis://r" } }).source).toBe("environment");
+  });
   it("fails naming exactly what is missing", () => {
     const none = chooseServices(bare);
-    expect(none).toEqual({ source: "none", missing: [expect.stringContaining("Java"), expect.stringContaining("redis-server")] });
-    expect(chooseServices({ ...bare, hasRedisServer: true })).toEqual({ source: "none", missing: [expect.stringContaining("Java")] });
+    expect(none).toEqual({
+      source: "none",
+      missing: [expect.stringContaining("Java"), expect.stringContaining("redis-server"), expect.stringContaining("container engine")],
+    });
+    expect(chooseServices({ ...bare, hasRedisServer: true })).toEqual({ source: "none", missing: [expect.stringContaining("Java"), expect.stringContaining("container engine")] });
   });
 });
