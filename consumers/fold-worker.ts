@@ -5,11 +5,11 @@
  */
 import { hostname } from "node:os";
 import type { Cluster, Redis } from "ioredis";
-import { createKafka, type Kafka } from "../src/adapters/kafka/client.js";
+import { createKafka, kafkaClientSettings, type Kafka } from "../src/adapters/kafka/client.js";
 import { GroupConsumer, type BatchContext } from "../src/adapters/kafka/consumer.js";
 import { ReliableProducer } from "../src/adapters/kafka/producer.js";
 import { assertInfiniteRetention, ensureTopics, groupOffsets } from "../src/adapters/kafka/topics.js";
-import { connectRedis } from "../src/adapters/redis/connect.js";
+import { connectRedis, redisClientSettings } from "../src/adapters/redis/connect.js";
 import { StateLostError } from "../src/adapters/redis/errors.js";
 import { loadFunctions } from "../src/adapters/redis/functions.js";
 import { RedisStore } from "../src/adapters/redis/store.js";
@@ -18,6 +18,7 @@ import { MufoldError } from "../src/errors.js";
 import type { Logger } from "../src/log.js";
 import type { FoldMetrics } from "../src/metrics.js";
 import { routeRecords } from "./batch-router.js";
+import { ChangeFeed, changeFeedSettings } from "./change-feed.js";
 import { dlqMessage, dlqTopic, type SourceRecord } from "./dlq.js";
 import { IdentityApplier } from "./identity-applier.js";
 
@@ -48,6 +49,8 @@ export class FoldWorker {
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly applier: IdentityApplier;
   private readonly store: RedisStore;
+  /** The change feed (stream entries and review proposals); undefined when MUFOLD_CHANGE_FEED=off. */
+  private feed: ChangeFeed | undefined;
   private crashedWith: ((error: unknown) => void) | undefined;
   /** Settles if the consumer stops on a non-retriable error (the process should exit and be restarted). */
   readonly crashed = new Promise<unknown>((resolve) => (this.crashedWith = resolve));
@@ -67,9 +70,22 @@ export class FoldWorker {
     return this.applier.cached;
   }
 
+  /** Readiness checks for /readyz: the broker answers heartbeats, and this worker is in its group. */
+  readinessChecks(): Record<string, () => Promise<void>> {
+    return {
+      kafka: async () => {
+        const age = Date.now() - (this.consumer?.lastHeartbeat ?? 0);
+        if (age > 15_000) throw new Error(`no heartbeat accepted by the group coordinator for ${Math.round(age / 1000)}s`);
+      },
+      group: async () => {
+        if (!this.consumer?.joined) throw new Error(`not a member of group ${this.settings.group} (joining, rebalancing or stopped)`);
+      },
+    };
+  }
+
   static async start(settings: Settings, log: Logger, metrics?: FoldMetrics): Promise<FoldWorker> {
-    const kafka = createKafka({ brokers: settings.brokers, clientId: `${settings.clientId}-fold` });
-    const redis = connectRedis(settings.redisUrl);
+    const kafka = createKafka(kafkaClientSettings(settings, "-fold"));
+    const redis = connectRedis(redisClientSettings(settings));
     const worker = new FoldWorker(settings, kafka, redis, log.child({ component: "fold" }), metrics);
     try {
       await worker.prepare();
@@ -82,12 +98,20 @@ export class FoldWorker {
 
   private async prepare(): Promise<void> {
     const { settings } = this;
+    const feedSettings = changeFeedSettings();
+    const proposalsTopic = feedSettings.enabled ? feedSettings.proposalsTopic : null;
+    if (proposalsTopic === settings.topic || proposalsTopic === dlqTopic(settings.topic)) {
+      throw new MufoldError(`MUFOLD_PROPOSALS_TOPIC must differ from the observation topic and its DLQ (${proposalsTopic})`);
+    }
+    if (!feedSettings.enabled && feedSettings.proposalsTopic !== null) this.log.warn("MUFOLD_PROPOSALS_TOPIC is ignored: MUFOLD_CHANGE_FEED is off");
+    this.applier.feed = feedSettings.enabled;
     const admin = this.kafka.admin();
     await admin.connect();
     try {
       await ensureTopics(admin, [
         { topic: settings.topic, partitions: settings.partitions },
         { topic: dlqTopic(settings.topic), partitions: settings.partitions },
+        ...(proposalsTopic === null ? [] : [{ topic: proposalsTopic, partitions: settings.partitions }]),
       ]);
       await assertInfiniteRetention(admin, settings.topic, settings.allowFiniteRetention);
       await loadFunctions(this.redis);
@@ -107,6 +131,7 @@ export class FoldWorker {
       await admin.disconnect();
     }
     this.producer = await ReliableProducer.connect(this.kafka);
+    if (feedSettings.enabled) this.feed = new ChangeFeed(this.store, { ...feedSettings, proposalsTopic }, this.producer);
     this.consumer = await GroupConsumer.start(this.kafka, {
       groupId: settings.group,
       topic: settings.topic,
@@ -124,7 +149,7 @@ export class FoldWorker {
     // An idle worker gets no batches, yet a promote must hear that it holds still.
     this.idleTimer = setInterval(() => void this.ackIfIdle(), POLL_MS);
     this.idleTimer.unref();
-    this.log.info("fold started", { worker: this.workerId, generation: this.generation, topic: settings.topic, group: settings.group });
+    this.log.info("fold started", { worker: this.workerId, generation: this.generation, topic: settings.topic, group: settings.group, changeFeed: feedSettings.enabled, proposalsTopic });
   }
 
   /** Wait while a promote has paused the fold or Redis has no generation; returns the generation to write. */
@@ -192,6 +217,8 @@ export class FoldWorker {
         const endApply = this.metrics?.applySeconds.startTimer();
         const stats = await this.applier.applyAll(generation, routed.identities);
         endApply?.();
+        // Announced before the commit: a failure here retries the batch, which announces the skipped changes again.
+        await this.feed?.publish(generation, stats.changes);
         this.counters.applied += stats.applied;
         this.counters.duplicatesSkipped += stats.duplicatesSkipped;
         this.counters.casRetries += stats.casRetries;

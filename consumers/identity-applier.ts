@@ -3,16 +3,46 @@
  * per identity, one version-checked Redis call per identity per batch, and on
  * a stale version a reload that drops what is already applied before retrying.
  * Shared by the live fold and the replay, so both write the same bytes.
+ *
+ * With the change feed on, every applied change also stores its packet digest
+ * (meta `dig`) and is described in `ApplyStats.changes`, for the fold worker
+ * to announce (consumers/change-feed.ts) before it commits the batch.
  */
 import type { ReducerContext } from "../src/core/index.js";
 import { StaleVersionError } from "../src/adapters/redis/errors.js";
 import type { RedisStore } from "../src/adapters/redis/store.js";
-import { IdentityModel, type Delivery } from "../src/fold/identity-model.js";
+import type { PartsView } from "../src/core/packet-parts.js";
+import { IdentityModel, packetProposals, type ChangeNote, type Delivery } from "../src/fold/identity-model.js";
+import { changeFeedSettings } from "./change-feed.js";
 
 export interface IdentityBatch {
   identity: string;
   context: ReducerContext;
   deliveries: Delivery[];
+}
+
+/** A review proposal added or changed (its exact JSON from the packet), or withdrawn (null). */
+export interface ProposalChange {
+  subjectId: string;
+  proposal: string | null;
+}
+
+/** One applied change, as the change feed announces it. */
+export interface FeedChange {
+  identity: string;
+  version: number;
+  status: string;
+  digest: string;
+  /** Deliveries applied in this change. */
+  deliveries: number;
+  proposals: ProposalChange[];
+  /** Announced again after a redelivery found it applied (it may have been announced already). */
+  repeated: boolean;
+}
+
+export interface ApplierOptions {
+  /** Store packet digests and describe changes (default: MUFOLD_CHANGE_FEED, on unless "off"). */
+  feed?: boolean;
 }
 
 export interface ApplyStats {
@@ -22,17 +52,30 @@ export interface ApplyStats {
   casRetries: number;
   identities: number;
   newIdentities: string[];
+  /** Applied changes in apply order (empty with the feed off). */
+  changes: FeedChange[];
+}
+
+function feedChange(identity: string, version: number, note: ChangeNote, parts: PartsView, repeated: boolean): FeedChange {
+  const current = note.proposals.length === 0 ? new Map<string, string>() : packetProposals(parts);
+  const proposals = note.proposals.map((subjectId) => ({ subjectId, proposal: current.get(subjectId) ?? null }));
+  return { identity, version, status: note.status, digest: note.digest, deliveries: note.deliveries, proposals, repeated };
 }
 
 const MAX_CAS_ATTEMPTS = 20;
 
 export class IdentityApplier {
   private cache = new Map<string, IdentityModel>();
+  /** Whether changes are described and digests stored; set before the first apply. */
+  feed: boolean;
 
   constructor(
     private readonly store: RedisStore,
     private readonly cacheSize: number,
-  ) {}
+    options: ApplierOptions = {},
+  ) {
+    this.feed = options.feed ?? changeFeedSettings().enabled;
+  }
 
   get cached(): number {
     return this.cache.size;
@@ -60,15 +103,20 @@ export class IdentityApplier {
     for (let attempt = 1; ; attempt++) {
       model ??= await this.load(generation, batch);
       this.cache.delete(key); // a model is trusted again only after its writes land
-      const wasNew = model.version === 0;
-      const plan = model.plan(batch.deliveries);
+      const stored = model.version;
+      const wasNew = stored === 0;
+      const plan = model.plan(batch.deliveries, { feed: this.feed });
+      const repeat = plan.reannounce === null ? null : feedChange(batch.identity, stored, plan.reannounce, model.parts, true);
       if (plan.applied === 0) {
         stats.duplicatesSkipped += plan.skipped;
+        if (repeat !== null) stats.changes.push(repeat);
         this.remember(key, model);
         return;
       }
       try {
-        const version = await this.store.apply(generation, batch.identity, model.version, plan.watermarks, plan.ops);
+        const version = await this.store.apply(generation, batch.identity, stored, plan.watermarks, plan.ops);
+        if (repeat !== null) stats.changes.push(repeat);
+        if (plan.change !== null) stats.changes.push(feedChange(batch.identity, version, plan.change, plan.nextParts, false));
         model.committed(plan, version);
         this.remember(key, model);
         stats.applied += plan.applied;
@@ -86,7 +134,7 @@ export class IdentityApplier {
 
   /** Apply every identity of a batch concurrently (Redis pipelines the calls). */
   async applyAll(generation: number, batches: readonly IdentityBatch[]): Promise<ApplyStats> {
-    const stats: ApplyStats = { applied: 0, duplicatesSkipped: 0, conflicting: 0, casRetries: 0, identities: batches.length, newIdentities: [] };
+    const stats: ApplyStats = { applied: 0, duplicatesSkipped: 0, conflicting: 0, casRetries: 0, identities: batches.length, newIdentities: [], changes: [] };
     // Index first (idempotent): a crash after an apply must not leave an identity unlisted.
     await this.store.addToIndex(generation, batches.map((b) => b.identity));
     await Promise.all(batches.map((b) => this.applyIdentity(generation, b, stats)));

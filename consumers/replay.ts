@@ -5,10 +5,10 @@
  * its committed positions, flip the generation pointer, resume.
  */
 import { randomBytes } from "node:crypto";
-import { createKafka } from "../src/adapters/kafka/client.js";
+import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
 import { GroupConsumer } from "../src/adapters/kafka/consumer.js";
 import { assertInfiniteRetention, groupOffsets, partitionOffsets } from "../src/adapters/kafka/topics.js";
-import { connectRedis } from "../src/adapters/redis/connect.js";
+import { connectRedis, redisClientSettings } from "../src/adapters/redis/connect.js";
 import { loadFunctions } from "../src/adapters/redis/functions.js";
 import { RedisStore } from "../src/adapters/redis/store.js";
 import type { Settings } from "../src/config.js";
@@ -48,8 +48,8 @@ export interface ReplaySummary {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function runReplay(settings: Settings, options: ReplayOptions, log: Logger): Promise<ReplaySummary> {
-  const kafka = createKafka({ brokers: settings.brokers, clientId: `${settings.clientId}-replay` });
-  const redis = connectRedis(settings.redisUrl);
+  const kafka = createKafka(kafkaClientSettings(settings, "-replay"));
+  const redis = connectRedis(redisClientSettings(settings));
   const store = new RedisStore(redis, settings.prefix);
   const admin = kafka.admin();
   await admin.connect();
@@ -138,8 +138,10 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
       const delay = options.dropAfterSeconds ?? 5;
       await sleep(delay * 1000); // readers mid-read of the old generation finish first
       await store.dropGeneration(live);
+      await store.dropChanges(live);
     } else if (!summary.promoted && !options.keepShadow) {
       await store.dropGeneration(rebuilt);
+      await store.dropChanges(rebuilt);
     }
     log.info("replay finished", { ...summary, verify: undefined, mismatches: summary.mismatches });
     return summary;

@@ -4,7 +4,7 @@
  * reason. `--raw` sends values as given, unvalidated (to exercise the DLQ).
  */
 import { ObservationValidationError, PyJsonDecodeError, parsePyJson, validateObservation, type PyValue } from "../src/core/index.js";
-import { createKafka } from "../src/adapters/kafka/client.js";
+import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
 import { ReliableProducer, type OutMessage } from "../src/adapters/kafka/producer.js";
 import { ensureTopics } from "../src/adapters/kafka/topics.js";
 import type { Settings } from "../src/config.js";
@@ -63,7 +63,7 @@ function safeParse(text: string): PyValue | Error {
 
 /** A connected sender: ensures the topics once, then sends in batches. */
 export async function openSender(settings: Settings): Promise<{ send(messages: readonly OutMessage[]): Promise<void>; close(): Promise<void> }> {
-  const kafka = createKafka({ brokers: settings.brokers, clientId: `${settings.clientId}-producer` });
+  const kafka = createKafka(kafkaClientSettings(settings, "-producer"));
   const admin = kafka.admin();
   await admin.connect();
   try {

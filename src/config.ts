@@ -2,15 +2,34 @@
  * Settings of the streaming commands: flags win over environment variables,
  * which win over defaults. Validated once at start, with errors that name the
  * setting.
+ *
+ * Security settings (docs/security.md): Kafka TLS and SASL, Redis credentials
+ * (in REDIS_URL, or its password in REDIS_PASSWORD_FILE) and TLS CAs. Files
+ * are read here, at start, so an unreadable one stops the command before it
+ * connects anywhere. Passwords are held in `Secret`s, which print, log and
+ * serialize as "[redacted]"; no error message ever contains one.
  */
+import { readFileSync } from "node:fs";
+import { inspect } from "node:util";
 import { z } from "zod";
 import { MufoldError } from "./errors.js";
+import { isClusterUrl, parseClusterUrl } from "./adapters/redis/connect.js";
 
 const OPAQUE_REF = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/;
 
+export interface SettingSpec {
+  env: string;
+  /** Absent for a setting that must not appear on a command line (a password). */
+  flag?: string;
+  default: string;
+  help: string;
+  /** A boolean flag (`--x`, no value); the environment variable takes true/false/1/0. */
+  boolean?: boolean;
+}
+
 export const SETTINGS = {
   brokers: { env: "KAFKA_BROKERS", flag: "brokers", default: "127.0.0.1:9092", help: "Kafka bootstrap brokers, comma-separated host:port" },
-  redisUrl: { env: "REDIS_URL", flag: "redis-url", default: "redis://127.0.0.1:6379", help: "Redis URL: redis:// or rediss:// for one node; redis+cluster://[user:password@]host:port[,host:port...] (or rediss+cluster://) for a Redis Cluster" },
+  redisUrl: { env: "REDIS_URL", flag: "redis-url", default: "redis://127.0.0.1:6379", help: "Redis URL: redis://[user:password@]host:port[/db] or rediss:// (TLS) for one node; redis+cluster://[user:password@]host:port[,host:port...] (or rediss+cluster://) for a Redis Cluster" },
   topic: { env: "MUFOLD_TOPIC", flag: "topic", default: "memory-utility-observations", help: "observation topic (the DLQ is <topic>.dlq)" },
   group: { env: "MUFOLD_GROUP", flag: "group", default: "mufold-fold", help: "consumer group of the fold" },
   prefix: { env: "MUFOLD_PREFIX", flag: "prefix", default: "mufold", help: "Redis key prefix" },
@@ -18,11 +37,64 @@ export const SETTINGS = {
   partitions: { env: "MUFOLD_PARTITIONS", flag: "partitions", default: "12", help: "partitions when mufold creates the topic" },
   cacheSize: { env: "MUFOLD_CACHE_SIZE", flag: "cache-size", default: "10000", help: "identities a worker keeps in memory" },
   maxValueBytes: { env: "MUFOLD_MAX_VALUE_BYTES", flag: "max-value-bytes", default: "65536", help: "larger record values go to the DLQ" },
-  allowFiniteRetention: { env: "MUFOLD_ALLOW_FINITE_RETENTION", flag: "allow-finite-retention", default: "false", help: "run on a topic that deletes records" },
+  allowFiniteRetention: { env: "MUFOLD_ALLOW_FINITE_RETENTION", flag: "allow-finite-retention", default: "false", boolean: true, help: "run on a topic that deletes records" },
   clientId: { env: "MUFOLD_CLIENT_ID", flag: "client-id", default: "mufold", help: "Kafka client id" },
-} as const;
+  kafkaTls: { env: "KAFKA_TLS", flag: "kafka-tls", default: "false", boolean: true, help: "connect to the Kafka brokers over TLS" },
+  kafkaTlsCa: { env: "KAFKA_TLS_CA", flag: "kafka-tls-ca", default: "", help: "PEM file of the CA certificate(s) of the brokers (default: Node's trusted CAs); needs --kafka-tls" },
+  kafkaSaslMechanism: { env: "KAFKA_SASL_MECHANISM", flag: "kafka-sasl-mechanism", default: "", help: "Kafka SASL mechanism: plain, scram-sha-256 or scram-sha-512 (empty: no SASL)" },
+  kafkaSaslUsername: { env: "KAFKA_SASL_USERNAME", flag: "kafka-sasl-username", default: "", help: "Kafka SASL username" },
+  kafkaSaslPassword: { env: "KAFKA_SASL_PASSWORD", default: "", help: "Kafka SASL password (environment only, or --kafka-sasl-password-file)" },
+  kafkaSaslPasswordFile: { env: "KAFKA_SASL_PASSWORD_FILE", flag: "kafka-sasl-password-file", default: "", help: "file whose content is the Kafka SASL password" },
+  redisTlsCa: { env: "REDIS_TLS_CA", flag: "redis-tls-ca", default: "", help: "PEM file of the CA certificate(s) of Redis (needs a rediss:// or rediss+cluster:// URL)" },
+  redisPasswordFile: { env: "REDIS_PASSWORD_FILE", flag: "redis-password-file", default: "", help: "file whose content is the Redis password (instead of one in REDIS_URL)" },
+} as const satisfies Record<string, SettingSpec>;
 
 export type SettingName = keyof typeof SETTINGS;
+export type SettingSource = "flag" | "env" | "default";
+
+export const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[];
+
+export function settingSpec(name: SettingName): SettingSpec {
+  return SETTINGS[name];
+}
+
+/** `--flag / ENV`, or `ENV` for a setting without a flag. */
+export function describeSetting(name: SettingName): string {
+  const spec = settingSpec(name);
+  return spec.flag === undefined ? spec.env : `--${spec.flag} / ${spec.env}`;
+}
+
+/** A credential: usable through `reveal()`, "[redacted]" everywhere else (String, JSON, logs, util.inspect). */
+export class Secret {
+  readonly #value: string;
+  constructor(value: string) {
+    this.#value = value;
+  }
+  reveal(): string {
+    return this.#value;
+  }
+  toString(): string {
+    return "[redacted]";
+  }
+  toJSON(): string {
+    return "[redacted]";
+  }
+  [inspect.custom](): string {
+    return "Secret([redacted])";
+  }
+}
+
+/** A PEM file read at start. */
+export interface PemFile {
+  path: string;
+  pem: string;
+}
+
+export const KAFKA_SASL_MECHANISMS = ["plain", "scram-sha-256", "scram-sha-512"] as const;
+export type KafkaSaslMechanism = (typeof KAFKA_SASL_MECHANISMS)[number];
+
+const bool = z.enum(["true", "false", "1", "0"], { message: "must be true, false, 1 or 0" }).transform((v) => v === "true" || v === "1");
+const optional = z.string().transform((s) => (s.trim() === "" ? undefined : s));
 
 const schema = z.object({
   brokers: z
@@ -42,32 +114,203 @@ const schema = z.object({
   partitions: z.coerce.number().int().min(1).max(10_000),
   cacheSize: z.coerce.number().int().min(1),
   maxValueBytes: z.coerce.number().int().min(1024).max(16 * 1024 * 1024),
-  allowFiniteRetention: z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1"),
+  allowFiniteRetention: bool,
   clientId: z.string().min(1),
+  kafkaTls: bool,
+  kafkaTlsCa: optional,
+  kafkaSaslMechanism: z
+    .string()
+    .transform((s) => s.trim().toLowerCase())
+    .pipe(z.enum(["", ...KAFKA_SASL_MECHANISMS], { message: `must be one of ${KAFKA_SASL_MECHANISMS.join(", ")}` }))
+    .transform((s) => (s === "" ? undefined : s)),
+  kafkaSaslUsername: optional,
+  kafkaSaslPassword: z.string().transform((s) => (s === "" ? undefined : s)),
+  kafkaSaslPasswordFile: optional,
+  redisTlsCa: optional,
+  redisPasswordFile: optional,
 });
 
-export type Settings = z.infer<typeof schema>;
+type Parsed = z.infer<typeof schema>;
 
-/** Resolve settings from flags and the environment; throws a MufoldError naming the bad setting. */
-export function resolveSettings(flags: Partial<Record<string, string | boolean | undefined>> = {}, env: NodeJS.ProcessEnv = process.env): Settings {
-  const raw: Record<string, string> = {};
-  for (const [name, spec] of Object.entries(SETTINGS)) {
-    const flag = flags[spec.flag];
-    raw[name] = flag !== undefined ? String(flag) : (env[spec.env] ?? spec.default);
+export type Settings = Omit<Parsed, "kafkaTlsCa" | "kafkaSaslPassword" | "redisTlsCa"> & {
+  /** The brokers' CA, read at start (only with kafkaTls). */
+  kafkaTlsCa: PemFile | undefined;
+  /** From KAFKA_SASL_PASSWORD or the file of kafkaSaslPasswordFile. */
+  kafkaSaslPassword: Secret | undefined;
+  /** Redis's CA, read at start (only with a rediss URL). */
+  redisTlsCa: PemFile | undefined;
+  /** The Redis password read from redisPasswordFile (a password in redisUrl stays in the URL). */
+  redisPassword: Secret | undefined;
+};
+
+export interface ResolvedSettings {
+  settings: Settings;
+  /** Where each setting's value came from. */
+  sources: Record<SettingName, SettingSource>;
+}
+
+/** Credentials in a Redis URL, and whether it uses TLS. */
+export interface RedisUrlParts {
+  tls: boolean;
+  cluster: boolean;
+  username: string | undefined;
+  password: string | undefined;
+  /** The URL without user and password. */
+  redacted: string;
+}
+
+/** Parse a Redis URL of any supported form; throws MufoldError (without the password) when it is not one. */
+export function redisUrlParts(url: string): RedisUrlParts {
+  if (isClusterUrl(url)) {
+    const c = parseClusterUrl(url);
+    const scheme = c.tls ? "rediss+cluster" : "redis+cluster";
+    return { tls: c.tls, cluster: true, username: c.username, password: c.password, redacted: `${scheme}://${c.seeds.map((s) => `${s.host}:${s.port}`).join(",")}` };
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new MufoldError("is not a valid URL");
+  }
+  const decode = (s: string) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      throw new MufoldError("has a user or password that is not valid percent-encoding");
+    }
+  };
+  const username = parsed.username === "" ? undefined : decode(parsed.username);
+  const password = parsed.password === "" ? undefined : decode(parsed.password);
+  parsed.username = "";
+  parsed.password = "";
+  return { tls: url.startsWith("rediss://"), cluster: false, username, password, redacted: parsed.toString() };
+}
+
+/** A URL for messages: user kept, password replaced. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z+]+:\/\/)([^@]*)@/i, (_m, scheme: string, auth: string) => {
+    const colon = auth.indexOf(":");
+    return colon < 0 ? `${scheme}${auth}@` : `${scheme}${auth.slice(0, colon)}:***@`;
+  });
+}
+
+function shown(name: SettingName, raw: string | undefined): string {
+  if (name === "kafkaSaslPassword") return "[redacted]";
+  if (name === "redisUrl" && raw !== undefined) return JSON.stringify(redactUrl(raw));
+  return JSON.stringify(raw);
+}
+
+function invalid(name: SettingName, raw: string | undefined, message: string): MufoldError {
+  return new MufoldError(`invalid setting ${name} (${describeSetting(name)}) = ${shown(name, raw)}: ${message}`);
+}
+
+function readSettingFile(name: SettingName, path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (err) {
+    const code = (err as { code?: string }).code ?? (err as Error).message;
+    throw invalid(name, path, `cannot read the file (${code})`);
+  }
+}
+
+function readPem(name: SettingName, path: string): PemFile {
+  const pem = readSettingFile(name, path);
+  if (!/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.test(pem)) throw invalid(name, path, "is not a PEM file of CA certificates (no BEGIN CERTIFICATE block)");
+  return { path, pem };
+}
+
+function readPassword(name: SettingName, path: string): Secret {
+  const text = readSettingFile(name, path).replace(/\r?\n$/, "");
+  if (text === "") throw invalid(name, path, "the file is empty");
+  if (/[\r\n]/.test(text)) throw invalid(name, path, "the file must hold the password on one line");
+  return new Secret(text);
+}
+
+/** Resolve settings from flags and the environment, with the source of each; throws a MufoldError naming the bad setting. */
+export function resolveSettingsWithSources(flags: Partial<Record<string, string | boolean | undefined>> = {}, env: NodeJS.ProcessEnv = process.env): ResolvedSettings {
+  const raw = {} as Record<SettingName, string>;
+  const sources = {} as Record<SettingName, SettingSource>;
+  for (const name of SETTING_NAMES) {
+    const spec = settingSpec(name);
+    const flag = spec.flag === undefined ? undefined : flags[spec.flag];
+    const fromEnv = env[spec.env];
+    if (flag !== undefined) {
+      raw[name] = String(flag);
+      sources[name] = "flag";
+    } else if (fromEnv !== undefined) {
+      raw[name] = fromEnv;
+      sources[name] = "env";
+    } else {
+      raw[name] = spec.default;
+      sources[name] = "default";
+    }
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0]) as SettingName;
-    const spec = SETTINGS[name];
-    throw new MufoldError(`invalid setting ${name} (--${spec.flag} / ${spec.env}) = ${JSON.stringify(raw[name])}: ${issue.message}`);
+    throw invalid(name, raw[name], issue.message);
   }
-  return parsed.data;
+  return { settings: secure(parsed.data, raw), sources };
+}
+
+/** Resolve settings from flags and the environment; throws a MufoldError naming the bad setting. */
+export function resolveSettings(flags: Partial<Record<string, string | boolean | undefined>> = {}, env: NodeJS.ProcessEnv = process.env): Settings {
+  return resolveSettingsWithSources(flags, env).settings;
+}
+
+/** The cross-setting checks of the security settings, and the files they name. */
+function secure(p: Parsed, raw: Record<SettingName, string>): Settings {
+  // Kafka TLS.
+  if (p.kafkaTlsCa !== undefined && !p.kafkaTls) throw invalid("kafkaTlsCa", p.kafkaTlsCa, `a CA needs TLS: set kafkaTls (${describeSetting("kafkaTls")}) too`);
+  const kafkaTlsCa = p.kafkaTlsCa === undefined ? undefined : readPem("kafkaTlsCa", p.kafkaTlsCa);
+
+  // Kafka SASL: a mechanism, a username and exactly one password source, or none of them.
+  if (p.kafkaSaslPassword !== undefined && p.kafkaSaslPasswordFile !== undefined) {
+    throw invalid("kafkaSaslPasswordFile", p.kafkaSaslPasswordFile, `the password is also set in ${SETTINGS.kafkaSaslPassword.env}: set only one of them`);
+  }
+  const hasPassword = p.kafkaSaslPassword !== undefined || p.kafkaSaslPasswordFile !== undefined;
+  if (p.kafkaSaslMechanism === undefined) {
+    if (p.kafkaSaslUsername !== undefined) throw invalid("kafkaSaslUsername", p.kafkaSaslUsername, `a SASL username needs a mechanism: set kafkaSaslMechanism (${describeSetting("kafkaSaslMechanism")})`);
+    if (p.kafkaSaslPassword !== undefined) throw invalid("kafkaSaslPassword", p.kafkaSaslPassword, `a SASL password needs a mechanism: set kafkaSaslMechanism (${describeSetting("kafkaSaslMechanism")})`);
+    if (p.kafkaSaslPasswordFile !== undefined) throw invalid("kafkaSaslPasswordFile", p.kafkaSaslPasswordFile, `a SASL password needs a mechanism: set kafkaSaslMechanism (${describeSetting("kafkaSaslMechanism")})`);
+  } else {
+    if (p.kafkaSaslUsername === undefined) throw invalid("kafkaSaslMechanism", raw.kafkaSaslMechanism, `SASL needs a username: set kafkaSaslUsername (${describeSetting("kafkaSaslUsername")})`);
+    if (!hasPassword) {
+      throw invalid("kafkaSaslMechanism", raw.kafkaSaslMechanism, `SASL needs a password: set ${SETTINGS.kafkaSaslPassword.env} or kafkaSaslPasswordFile (${describeSetting("kafkaSaslPasswordFile")})`);
+    }
+  }
+  const kafkaSaslPassword =
+    p.kafkaSaslPasswordFile !== undefined ? readPassword("kafkaSaslPasswordFile", p.kafkaSaslPasswordFile) : p.kafkaSaslPassword === undefined ? undefined : new Secret(p.kafkaSaslPassword);
+
+  // Redis: credentials in the URL (or its password in a file), a CA only for TLS.
+  let url: RedisUrlParts;
+  try {
+    url = redisUrlParts(p.redisUrl);
+  } catch (err) {
+    throw invalid("redisUrl", p.redisUrl, err instanceof MufoldError ? err.message : String(err));
+  }
+  if (p.redisTlsCa !== undefined && !url.tls) {
+    throw invalid("redisTlsCa", p.redisTlsCa, `a CA needs TLS: redisUrl (${describeSetting("redisUrl")}) must be rediss:// or rediss+cluster://, not ${url.cluster ? "redis+cluster" : "redis"}://`);
+  }
+  const redisTlsCa = p.redisTlsCa === undefined ? undefined : readPem("redisTlsCa", p.redisTlsCa);
+  if (p.redisPasswordFile !== undefined && url.password !== undefined) {
+    throw invalid("redisPasswordFile", p.redisPasswordFile, `redisUrl (${describeSetting("redisUrl")}) already has a password: set only one of them`);
+  }
+  if (url.username !== undefined && url.password === undefined && p.redisPasswordFile === undefined) {
+    throw invalid("redisUrl", p.redisUrl, `has a user but no password: add it to the URL or set redisPasswordFile (${describeSetting("redisPasswordFile")})`);
+  }
+  const redisPassword = p.redisPasswordFile === undefined ? undefined : readPassword("redisPasswordFile", p.redisPasswordFile);
+
+  return { ...p, kafkaTlsCa, kafkaSaslPassword, redisTlsCa, redisPassword };
 }
 
 /** parseArgs options for every setting flag. */
 export function settingFlags(): Record<string, { type: "string" | "boolean" }> {
   const out: Record<string, { type: "string" | "boolean" }> = {};
-  for (const spec of Object.values(SETTINGS)) out[spec.flag] = { type: spec.flag === "allow-finite-retention" ? "boolean" : "string" };
+  for (const name of SETTING_NAMES) {
+    const spec = settingSpec(name);
+    if (spec.flag !== undefined) out[spec.flag] = { type: spec.boolean ? "boolean" : "string" };
+  }
   return out;
 }

@@ -6,9 +6,9 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { createKafka } from "../adapters/kafka/client.js";
+import { createKafka, kafkaClientSettings } from "../adapters/kafka/client.js";
 import { groupOffsets, partitionOffsets } from "../adapters/kafka/topics.js";
-import { connectRedis } from "../adapters/redis/connect.js";
+import { connectRedis, redisClientSettings } from "../adapters/redis/connect.js";
 import { resolveSettings, type Settings } from "../config.js";
 import { MufoldError } from "../errors.js";
 import { createLogger } from "../log.js";
@@ -36,7 +36,7 @@ function startWorker(settings: Settings, index: number): ChildProcess {
 }
 
 async function waitCaughtUp(settings: Settings, timeoutMs: number): Promise<void> {
-  const kafka = createKafka({ brokers: settings.brokers, clientId: "mufold-demo-watch" });
+  const kafka = createKafka(kafkaClientSettings(settings, "-demo-watch"));
   const admin = kafka.admin();
   await admin.connect();
   const bar = progressBar("fold  ");
@@ -94,7 +94,7 @@ export async function demoCommand(args: string[]): Promise<number> {
     const replay = await runReplay(settings, { verify: true, promote: false, onProgress: (p) => bar.update(p.consumed, p.total, p.elapsedSeconds) }, log);
     bar.done();
 
-    const redis = connectRedis(settings.redisUrl);
+    const redis = connectRedis(redisClientSettings(settings));
     const totals = { accepted: 0, duplicates: 0, conflicts: 0 };
     let identities = 0;
     try {

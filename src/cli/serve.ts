@@ -9,7 +9,7 @@ import { resolveSettings, settingFlags } from "../config.js";
 import { MufoldError } from "../errors.js";
 import { createLogger } from "../log.js";
 import { createRegistry } from "../metrics.js";
-import { connectRedis, type RedisClient } from "../adapters/redis/connect.js";
+import { connectRedis, redisClientSettings, type RedisClient } from "../adapters/redis/connect.js";
 import { ProjectionReader } from "../readback.js";
 import { Readiness } from "../http/readiness.js";
 import { startHttpServer } from "../http/server.js";
@@ -49,7 +49,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   if (host.trim() === "") throw new MufoldError("invalid --host: empty");
 
   const log = createLogger({ service: "mufold" }).child({ component: "http" });
-  const redis = connectRedis(settings.redisUrl);
+  const redis = connectRedis(redisClientSettings(settings));
   // Without a listener ioredis prints every reconnect failure; log them, at most one line per 10 s.
   let lastRedisError = 0;
   redis.on("error", (error: unknown) => {

@@ -4,7 +4,7 @@ import { canonicalJson, ContractError, parsePyJson, validateProjection } from ".
 import { resolveSettings, settingFlags, type Settings } from "../config.js";
 import { MufoldError } from "../errors.js";
 import { createLogger } from "../log.js";
-import { connectRedis } from "../adapters/redis/connect.js";
+import { connectRedis, redisClientSettings } from "../adapters/redis/connect.js";
 import { ProjectionReader, identityOf } from "../readback.js";
 import { createFoldMetrics } from "../metrics.js";
 import { Readiness } from "../http/readiness.js";
@@ -120,11 +120,14 @@ export async function foldCommand(args: string[]): Promise<number> {
   let http: { close(): Promise<void> } | undefined;
   let httpRedis: ReturnType<typeof connectRedis> | undefined;
   if (httpPort !== undefined) {
-    httpRedis = connectRedis(settings.redisUrl);
+    httpRedis = connectRedis(redisClientSettings(settings));
     http = await startHttpServer({
       reader: new ProjectionReader(httpRedis, settings.prefix),
       registry: metrics.registry,
-      readiness: new Readiness().register("redis", redisReadiness(httpRedis)),
+      readiness: Object.entries(worker.readinessChecks()).reduce(
+        (r, [name, check]) => r.register(name, check),
+        new Readiness().register("redis", redisReadiness(httpRedis)),
+      ),
       port: Number(httpPort),
       host: (values["http-host"] as string | undefined) ?? process.env.MUFOLD_HTTP_HOST ?? "127.0.0.1",
       log: log.child({ component: "http" }),
@@ -161,7 +164,7 @@ export async function readCommand(args: string[]): Promise<number> {
     list: { type: "boolean" },
     validate: { type: "boolean" },
   });
-  const redis = connectRedis(settings.redisUrl);
+  const redis = connectRedis(redisClientSettings(settings));
   try {
     const reader = new ProjectionReader(redis, settings.prefix);
     if (values.list) {

@@ -4,6 +4,7 @@
  *
  *   <prefix>:control                  hash: generation, paused, epoch
  *   <prefix>:g<N>:index               set of reducer identities in generation N
+ *   <prefix>:g<N>:changes             change feed stream of generation N (capped)
  *   <prefix>:g<N>:{mur_…}:<part>      the identity's parts (see IDENTITY_PARTS)
  */
 export const IDENTITY_PARTS = ["m", "d", "s", "si", "h", "hi", "hl", "c", "ci", "p"] as const;
@@ -11,7 +12,7 @@ export type IdentityPart = (typeof IDENTITY_PARTS)[number];
 
 /** What each part holds (also documented in docs/architecture.md). */
 export const PART_MEANING: Record<IdentityPart, string> = {
-  m: "meta hash: v (version), w:<topic>:<partition> watermarks, n deliveries, acc accepted, skel packet skeleton, rej rejected packet, ctx context",
+  m: "meta hash: v (version), w:<topic>:<partition> watermarks, n deliveries, acc accepted, skel packet skeleton, rej rejected packet, ctx context, dig packet digest, chg last change note",
   d: "delivery records: observation_id -> [[fingerprint, count, observation], ...]",
   s: "subject fragments: subject_id -> canonical subject JSON",
   si: "subject order: sorted set of subject members (score 0)",

@@ -181,7 +181,9 @@ describe("fold on a real broker and a real Redis", () => {
     const conflicting = [...prints.values()].reduce((a, fps) => a + fps.size - 1, 0);
     expect(conflicting).toBeGreaterThan(0);
     expect(metrics).toMatch(new RegExp(`^mufold_conflicting_deliveries_total ${conflicting}$`, "m"));
-    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: "ready", checks: { redis: "ok", kafka: "ok", group: "ok" } });
     const [identity, packet] = [...expectedPackets(observations)][0]!;
     const res = await fetch(`http://127.0.0.1:${port}/v1/projections/${identity}`);
     expect(res.status).toBe(200);

@@ -27,10 +27,29 @@ export interface GroupConsumerOptions {
 }
 
 export class GroupConsumer {
+  /** In the group with an assignment (false while rebalancing, crashed or stopped). */
+  joined = false;
+  /** When the coordinator last accepted a heartbeat (ms since epoch; 0 = never). */
+  lastHeartbeat = 0;
+
   private constructor(
     private readonly consumer: Consumer,
     readonly groupId: string,
-  ) {}
+  ) {
+    const { GROUP_JOIN, REBALANCING, CRASH, STOP, DISCONNECT, HEARTBEAT } = consumer.events;
+    consumer.on(GROUP_JOIN, () => {
+      this.joined = true;
+      this.lastHeartbeat = Date.now();
+    });
+    consumer.on(HEARTBEAT, () => {
+      this.lastHeartbeat = Date.now();
+    });
+    for (const event of [REBALANCING, CRASH, STOP, DISCONNECT]) {
+      consumer.on(event, () => {
+        this.joined = false;
+      });
+    }
+  }
 
   static async start(kafka: Kafka, options: GroupConsumerOptions): Promise<GroupConsumer> {
     const consumer = kafka.consumer({

@@ -18,9 +18,37 @@
  * to the master that owns that slot (see `store.ts`). Reads go to masters
  * (`scaleReads: "master"`): a cluster without replicas serves everything.
  * Start a local one with infra/redis-cluster/start.sh (127.0.0.1:7100-7102).
+ *
+ * Security (docs/security.md): the user and password of the URL become the
+ * ioredis `username`/`password` options (AUTH user password: a Redis ACL
+ * user); REDIS_PASSWORD_FILE supplies the password instead; a CA from
+ * REDIS_TLS_CA becomes `tls: { ca }` for rediss:// and rediss+cluster://.
+ * `redisClientSettings(settings)` gathers them for `connectRedis`.
  */
-import { Cluster, Command, Redis } from "ioredis";
+import { Cluster, Command, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import { MufoldError } from "../../errors.js";
+
+/** A password held out of sight (config.ts's Secret), or a plain string. */
+export type PasswordValue = string | { reveal(): string };
+
+/** What connectRedis needs beyond the URL. */
+export interface RedisConnection {
+  url: string;
+  /** The password when it is not in the URL (REDIS_PASSWORD_FILE). */
+  password?: PasswordValue | undefined;
+  /** PEM text of the CA certificate(s) of Redis (TLS URLs only). */
+  tlsCa?: string | undefined;
+}
+
+/** The Redis part of the settings, for connectRedis: `connectRedis(redisClientSettings(settings))`. */
+export function redisClientSettings(settings: { redisUrl: string; redisPassword?: { reveal(): string } | undefined; redisTlsCa?: { pem: string } | undefined }): RedisConnection {
+  return { url: settings.redisUrl, password: settings.redisPassword, tlsCa: settings.redisTlsCa?.pem };
+}
+
+/** The ioredis client a connection becomes: its constructor arguments, without connecting. */
+export type RedisClientPlan =
+  | { kind: "node"; url: string; options: RedisOptions }
+  | { kind: "cluster"; seeds: { host: string; port: number }[]; options: ClusterOptions };
 
 /** What the store, the reader and the workers accept. */
 export type RedisClient = Redis | Cluster;
@@ -69,20 +97,63 @@ function redact(url: string): string {
   return url.replace(/\/\/([^@/]*):[^@/]*@/, "//$1:***@");
 }
 
-/** A single-node client for redis:// and rediss://, a Cluster client for redis+cluster:// and rediss+cluster://. */
-export function connectRedis(url: string): RedisClient {
-  const client = open(url);
+/**
+ * A single-node client for redis:// and rediss://, a Cluster client for
+ * redis+cluster:// and rediss+cluster://. Takes a URL, or a RedisConnection
+ * (URL, password from a file, TLS CA) from `redisClientSettings(settings)`.
+ */
+export function connectRedis(target: string | RedisConnection): RedisClient {
+  const plan = redisClientPlan(target);
+  if (plan.kind === "cluster") assertFcallRouting();
+  const client = plan.kind === "node" ? new Redis(plan.url, plan.options) : new Cluster(plan.seeds, plan.options);
   // Connection errors surface on the commands that fail (and are retried there);
   // without a listener ioredis would also print each reconnect attempt.
   client.on("error", () => undefined);
   return client;
 }
 
-function open(url: string): RedisClient {
-  if (!isClusterUrl(url)) return new Redis(url, { maxRetriesPerRequest: 20, enableAutoPipelining: true, lazyConnect: false });
-  const { tls, seeds, username, password } = parseClusterUrl(url);
-  assertFcallRouting();
-  return new Cluster(seeds, {
+const reveal = (p: PasswordValue | undefined): string | undefined => (p === undefined ? undefined : typeof p === "string" ? p : p.reveal());
+
+/**
+ * The ioredis options of a connection. A one-node URL loses its user and
+ * password, which become the `username`/`password` options (ioredis would let
+ * a URL's empty password win over the option).
+ */
+export function redisClientPlan(target: string | RedisConnection): RedisClientPlan {
+  const { url, password: extraPassword, tlsCa } = typeof target === "string" ? { url: target } : target;
+  const filePassword = reveal(extraPassword);
+  if (!isClusterUrl(url)) {
+    const options: RedisOptions = { maxRetriesPerRequest: 20, enableAutoPipelining: true, lazyConnect: false };
+    const tls = /^rediss:\/\//i.test(url);
+    if (tlsCa !== undefined) {
+      if (!tls) throw new MufoldError(`a TLS CA was given for a non-TLS Redis URL: ${redact(url)}`);
+      options.tls = { ca: [tlsCa] };
+    }
+    let bare = url;
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {
+      parsed = undefined; // not a WHATWG URL: ioredis parses it as before
+    }
+    if (parsed !== undefined && (parsed.username !== "" || parsed.password !== "")) {
+      if (parsed.username !== "") options.username = decodeURIComponent(parsed.username);
+      if (parsed.password !== "") options.password = decodeURIComponent(parsed.password);
+      parsed.username = "";
+      parsed.password = "";
+      bare = parsed.toString();
+    }
+    if (filePassword !== undefined) {
+      if (options.password !== undefined) throw new MufoldError(`the Redis URL already has a password: ${redact(url)}`);
+      options.password = filePassword;
+    }
+    return { kind: "node", url: bare, options };
+  }
+  const { tls, seeds, username, password: urlPassword } = parseClusterUrl(url);
+  if (tlsCa !== undefined && !tls) throw new MufoldError(`a TLS CA was given for a non-TLS Redis URL: ${redact(url)}`);
+  if (filePassword !== undefined && urlPassword !== undefined) throw new MufoldError(`the Redis URL already has a password: ${redact(url)}`);
+  const password = urlPassword ?? filePassword;
+  const options: ClusterOptions = {
     // Not auto-pipelined: ioredis gives up on a cluster pipeline whose commands got
     // different MOVED replies (a restarted master), while a single command follows
     // its MOVED and re-adds the node. Commands still share each node's connection
@@ -96,9 +167,10 @@ function open(url: string): RedisClient {
       maxRetriesPerRequest: 20,
       ...(username !== undefined ? { username } : {}),
       ...(password !== undefined ? { password } : {}),
-      ...(tls ? { tls: {} } : {}),
+      ...(tls ? { tls: tlsCa !== undefined ? { ca: [tlsCa] } : {} } : {}),
     },
-  });
+  };
+  return { kind: "cluster", seeds, options };
 }
 
 export function isCluster(redis: RedisClient): redis is Cluster {

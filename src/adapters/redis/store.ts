@@ -12,7 +12,7 @@
  */
 import type { Cluster, Redis } from "ioredis";
 import type { PartOp } from "../../fold/delta.js";
-import { IDENTITY_PARTS, controlKey, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
+import { IDENTITY_PARTS, controlKey, generationPrefix, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
 import { assertFcallRouting, isCluster, masterNodes } from "./connect.js";
 import { APPLY_FUNCTION, READ_FUNCTION, loadFunctions } from "./functions.js";
 import { applyResult } from "./errors.js";
@@ -20,6 +20,20 @@ import { applyResult } from "./errors.js";
 export interface StoredIdentity {
   meta: Record<string, string>;
   records: Record<string, string>;
+}
+
+/** One change-feed entry: its stream id and its fields. */
+export interface ChangeEntry {
+  id: string;
+  fields: Record<string, string>;
+}
+
+/**
+ * The change feed of a generation: `<prefix>:g<N>:changes`, a capped Redis
+ * Stream. It has no hash tag, so on a cluster it lives in its own slot.
+ */
+export function changesKey(prefix: string, generation: number): string {
+  return `${generationPrefix(prefix, generation)}:changes`;
 }
 
 export interface Control {
@@ -104,6 +118,35 @@ export class RedisStore {
       cursor = next;
     } while (cursor !== "0");
     return out.sort();
+  }
+
+  /** Append entries (field/value lists) to the generation's change feed, trimmed to about `maxLen` (XADD MAXLEN ~). */
+  async appendChanges(generation: number, maxLen: number, entries: readonly (readonly string[])[]): Promise<string[]> {
+    if (entries.length === 0) return [];
+    const key = changesKey(this.prefix, generation);
+    const pipeline = this.redis.pipeline();
+    for (const fields of entries) pipeline.xadd(key, "MAXLEN", "~", maxLen, "*", ...fields);
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([err, id]) => {
+      if (err) throw err;
+      return String(id);
+    });
+  }
+
+  /** Change-feed entries from `start` to `end` (stream ids, inclusive; "-" and "+" for the ends). */
+  async readChanges(generation: number, start = "-", end = "+", count?: number): Promise<ChangeEntry[]> {
+    const key = changesKey(this.prefix, generation);
+    const rows = count === undefined ? await this.redis.xrange(key, start, end) : await this.redis.xrange(key, start, end, "COUNT", count);
+    return rows.map(([id, flat]) => {
+      const fields: Record<string, string> = {};
+      for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
+      return { id, fields };
+    });
+  }
+
+  /** Delete a generation's change feed (with dropGeneration, after a promote or a verify-only replay). */
+  async dropChanges(generation: number): Promise<number> {
+    return this.redis.unlink(changesKey(this.prefix, generation));
   }
 
   async control(): Promise<Control> {

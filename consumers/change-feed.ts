@@ -1,0 +1,126 @@
+/**
+ * The change feed: every change the fold applies to an identity is appended
+ * to a capped Redis Stream, `<prefix>:g<N>:changes` (one per generation), with
+ * the fields identity, version, status, digest (sha256 hex of the packet
+ * bytes, also in the identity's meta hash as `dig`) and deliveries (applied in
+ * this change). Review proposals that a change adds, alters or withdraws are
+ * optionally produced to a Kafka topic, keyed by identity, for a host to
+ * decide on. They are proposals only: nothing in mufold acts on them.
+ *
+ * Delivery is at least once. The stream lives in another hash slot than the
+ * identity, so its XADD follows the atomic apply; both happen before the batch
+ * is committed. If the worker dies in between, the batch is redelivered, the
+ * watermarks skip the apply, and the freshly loaded identity announces its
+ * stored change again from the meta hash (`chg`, `dig`), flagged `repeated`.
+ * So an entry can repeat (after a crash, a failed publish or a rebalance) and,
+ * when two workers write one identity, two entries can arrive out of version
+ * order: followers keep, per identity, the highest version seen and ignore
+ * entries at or below it. The stream is trimmed approximately (MAXLEN ~), so a
+ * follower that falls behind the cap resynchronizes from the packets (or the
+ * meta `dig`) of the generation's identities.
+ */
+import type { OutMessage, ReliableProducer } from "../src/adapters/kafka/producer.js";
+import type { RedisStore } from "../src/adapters/redis/store.js";
+import { canonicalJson } from "../src/core/canonical-json.js";
+import { MufoldError } from "../src/errors.js";
+import type { FeedChange, ProposalChange } from "./identity-applier.js";
+
+export interface ChangeFeedSettings {
+  /** MUFOLD_CHANGE_FEED: digests, the stream and proposals (default on). */
+  enabled: boolean;
+  /** MUFOLD_CHANGE_FEED_MAXLEN: approximate cap of each generation's stream (default 100000). */
+  maxLen: number;
+  /** MUFOLD_PROPOSALS_TOPIC: Kafka topic for review proposals; null (the default, empty) = none. */
+  proposalsTopic: string | null;
+}
+
+export const CHANGE_FEED_ENV = {
+  enabled: "MUFOLD_CHANGE_FEED",
+  maxLen: "MUFOLD_CHANGE_FEED_MAXLEN",
+  proposalsTopic: "MUFOLD_PROPOSALS_TOPIC",
+} as const;
+
+/** The schema header and `schema_version` of a proposal message. */
+export const PROPOSAL_SCHEMA = "mufold_review_proposal_v0";
+
+const ON = new Set(["on", "true", "1", "yes"]);
+const OFF = new Set(["off", "false", "0", "no"]);
+
+function invalid(name: string, value: string, why: string): MufoldError {
+  return new MufoldError(`invalid setting ${name} = ${JSON.stringify(value)}: ${why}`);
+}
+
+/** Read the change-feed settings from the environment; throws a MufoldError naming a bad one. */
+export function changeFeedSettings(env: NodeJS.ProcessEnv = process.env): ChangeFeedSettings {
+  const rawEnabled = (env[CHANGE_FEED_ENV.enabled] ?? "on").trim();
+  const flag = rawEnabled.toLowerCase();
+  if (!ON.has(flag) && !OFF.has(flag)) throw invalid(CHANGE_FEED_ENV.enabled, rawEnabled, "must be on or off");
+  const rawMaxLen = (env[CHANGE_FEED_ENV.maxLen] ?? "100000").trim();
+  const maxLen = Number(rawMaxLen);
+  if (!/^\d+$/.test(rawMaxLen) || !Number.isSafeInteger(maxLen) || maxLen < 1) throw invalid(CHANGE_FEED_ENV.maxLen, rawMaxLen, "must be a positive integer");
+  const topic = (env[CHANGE_FEED_ENV.proposalsTopic] ?? "").trim();
+  if (topic !== "" && !/^[A-Za-z0-9._-]{1,200}$/.test(topic)) throw invalid(CHANGE_FEED_ENV.proposalsTopic, topic, "must be a valid Kafka topic name (or empty for none)");
+  return { enabled: ON.has(flag), maxLen, proposalsTopic: topic === "" ? null : topic };
+}
+
+/** The stream entry of a change: field, value pairs. */
+export function changeEntryFields(change: FeedChange): string[] {
+  const fields = [
+    "identity", change.identity,
+    "version", String(change.version),
+    "status", change.status,
+    "digest", change.digest,
+    "deliveries", String(change.deliveries),
+  ];
+  if (change.repeated) fields.push("repeated", "1");
+  return fields;
+}
+
+/**
+ * A proposal message value, canonical JSON: `{digest, generation, identity,
+ * proposal, schema_version, subject_id, version}` where `proposal` is the
+ * proposal exactly as the packet holds it, or null when the subject's proposal
+ * was withdrawn (the subject no longer needs review, or the packet is rejected).
+ */
+export function proposalValue(generation: number, change: FeedChange, p: ProposalChange): string {
+  return (
+    `{"digest":${canonicalJson(change.digest)},"generation":${generation},"identity":${canonicalJson(change.identity)},` +
+    `"proposal":${p.proposal ?? "null"},"schema_version":${canonicalJson(PROPOSAL_SCHEMA)},` +
+    `"subject_id":${canonicalJson(p.subjectId)},"version":${change.version}}`
+  );
+}
+
+export function proposalMessages(generation: number, changes: readonly FeedChange[]): OutMessage[] {
+  const out: OutMessage[] = [];
+  for (const change of changes) {
+    for (const p of change.proposals) {
+      out.push({
+        key: change.identity,
+        value: proposalValue(generation, change, p),
+        headers: { schema: PROPOSAL_SCHEMA, "content-type": "application/json" },
+      });
+    }
+  }
+  return out;
+}
+
+export class ChangeFeed {
+  constructor(
+    private readonly store: RedisStore,
+    readonly settings: ChangeFeedSettings,
+    private readonly producer: ReliableProducer | undefined,
+  ) {
+    if (settings.proposalsTopic !== null && producer === undefined) throw new MufoldError("the proposals topic needs a producer");
+  }
+
+  /** Announce a batch's applied changes: stream entries first, then proposals. Throws if either fails (the batch is retried). */
+  async publish(generation: number, changes: readonly FeedChange[]): Promise<{ entries: number; proposals: number }> {
+    if (!this.settings.enabled || changes.length === 0) return { entries: 0, proposals: 0 };
+    await this.store.appendChanges(generation, this.settings.maxLen, changes.map(changeEntryFields));
+    const topic = this.settings.proposalsTopic;
+    if (topic === null) return { entries: changes.length, proposals: 0 };
+    const messages = proposalMessages(generation, changes);
+    await this.producer!.send(topic, messages);
+    return { entries: changes.length, proposals: messages.length };
+  }
+}

@@ -1,0 +1,217 @@
+/**
+ * The least-privilege Redis ACL roles of infra/redis-acl/roles.acl (shown in
+ * docs/security.md), on the real Redis: the fold and a replay --promote run as
+ * the fold user and produce exactly the reducer's packets; the reader user
+ * reads them and cannot write anything; neither can leave the key prefix.
+ * Every test creates its own users (unique names) and deletes them after.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { FoldWorker } from "../../consumers/fold-worker.js";
+import { runReplay } from "../../consumers/replay.js";
+import { observationMessage } from "../../producers/observation-message.js";
+import { produce } from "../../producers/produce.js";
+import { simulate } from "../../producers/simulation.js";
+import { connectRedis, redisClientSettings, type RedisClient } from "../../src/adapters/redis/connect.js";
+import { APPLY_FUNCTION, librarySource } from "../../src/adapters/redis/functions.js";
+import { resolveSettings, type Settings } from "../../src/config.js";
+import { controlKey, identityKeys, indexKey } from "../../src/fold/keys.js";
+import { ProjectionReader } from "../../src/readback.js";
+import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, testSettings, waitCaughtUp } from "../support/pipeline.js";
+
+const ROLES_FILE = new URL("../../infra/redis-acl/roles.acl", import.meta.url);
+
+/** The rule lists of roles.acl, by role, with the prefix filled in. */
+function roles(prefix: string): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const line of readFileSync(ROLES_FILE, "utf8").split("\n")) {
+    const m = /^([a-z0-9.-]+):\s+(.+)$/.exec(line.trim());
+    if (m !== null) out[m[1]!] = m[2]!.replaceAll("{prefix}", prefix).split(/\s+/);
+  }
+  return out;
+}
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+/** Run a command as one user and return its error message ("" if it succeeded). */
+async function denial(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return "";
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+interface AclEnv {
+  admin: Redis;
+  base: Settings;
+  foldUser: string;
+  readerUser: string;
+  foldPassword: string;
+  readerPassword: string;
+  /** redisUrl with a user's credentials. */
+  urlFor(user: string, password?: string): string;
+}
+
+async function aclEnv(): Promise<AclEnv> {
+  const base = testSettings();
+  if (/\+cluster:/.test(base.redisUrl)) throw new Error("acl.int.spec.ts needs a one-node Redis (REDIS_URL redis:// or rediss://)");
+  const admin = new Redis(base.redisUrl);
+  cleanups.push(() => admin.quit());
+  const id = randomBytes(4).toString("hex");
+  const env: AclEnv = {
+    admin,
+    base,
+    foldUser: `mufold-test-fold-${id}`,
+    readerUser: `mufold-test-reader-${id}`,
+    foldPassword: randomBytes(16).toString("hex"),
+    readerPassword: randomBytes(16).toString("hex"),
+    urlFor(user, password) {
+      const u = new URL(base.redisUrl);
+      u.username = encodeURIComponent(user);
+      u.password = password === undefined ? "" : encodeURIComponent(password);
+      return u.toString();
+    },
+  };
+  const info = String(await admin.info("server"));
+  const [major, minor] = (/redis_version:(\d+)\.(\d+)/.exec(info) ?? []).slice(1).map(Number);
+  const newer = (major ?? 0) > 7 || ((major ?? 0) === 7 && (minor ?? 0) >= 2);
+  const r = roles(base.prefix);
+  const extra = newer ? r["redis-7.2"]! : [];
+  // As docs/security.md says: reset, on, the password's SHA-256, then the role's rules.
+  for (const [user, password, role] of [
+    [env.foldUser, env.foldPassword, "fold"],
+    [env.readerUser, env.readerPassword, "reader"],
+  ] as const) {
+    cleanups.push(() => admin.call("ACL", "DELUSER", user));
+    const hash = createHash("sha256").update(password).digest("hex");
+    await admin.call("ACL", "SETUSER", user, "reset", "on", `#${hash}`, ...r[role]!, ...extra);
+  }
+  cleanups.push(() => dropPrefix(base));
+  return env;
+}
+
+function workload(seed: number) {
+  return [...simulate({ agents: 6, observationsPerAgent: 30, duplicateRate: 0.15, conflictRate: 0.03, snapshotEvery: 15, seed })].map((d) => d.observation);
+}
+
+/** ACL LOG entries (denials) of the given users. */
+async function aclDenials(admin: Redis, users: string[]): Promise<Record<string, string>[]> {
+  const raw = (await admin.call("ACL", "LOG", "1000")) as unknown[][];
+  const entries = raw.map((flat) => {
+    const e: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) e[String(flat[i])] = String(flat[i + 1]);
+    return e;
+  });
+  return entries.filter((e) => users.includes(e.username ?? "")).map((e) => ({ username: e.username!, reason: e.reason!, object: e.object! }));
+}
+
+describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
+  it("the fold and a replay --promote run as the fold user; the reader user reads; writes and other prefixes are refused", async () => {
+    const env = await aclEnv();
+    const { admin, base } = env;
+    const fold: Settings = { ...base, redisUrl: env.urlFor(env.foldUser, env.foldPassword) };
+    const read: Settings = { ...base, redisUrl: env.urlFor(env.readerUser, env.readerPassword) };
+    const observations = workload(31);
+    const expected = expectedPackets(observations);
+
+    await produce(fold, observations.map(observationMessage));
+    const worker = await FoldWorker.start(fold, quietLog);
+    cleanups.push(() => worker.stop());
+    await waitCaughtUp(fold);
+    expect(comparePackets(await readAllPackets(read), expected)).toEqual({ missing: [], extra: [], different: [] });
+
+    // Replay --verify --promote as the fold user while the worker runs (it acknowledges the pause).
+    const summary = await runReplay(fold, { verify: true, promote: true, dropAfterSeconds: 0 }, quietLog);
+    expect(summary).toMatchObject({ promoted: true, mismatches: 0, liveGeneration: 1, rebuiltGeneration: 2 });
+    expect(summary.verify?.compared).toBe(expected.size);
+    await waitCaughtUp(fold);
+    expect(comparePackets(await readAllPackets(read), expected)).toEqual({ missing: [], extra: [], different: [] });
+    await worker.stop();
+    cleanups.pop();
+
+    // The reader: the packet through ProjectionReader (HMGET control, FCALL_RO), the index (SSCAN).
+    const reader = connectRedis(read.redisUrl);
+    cleanups.push(() => reader.quit());
+    const projections = new ProjectionReader(reader, base.prefix);
+    const [identity, packet] = [...expected][0]!;
+    expect(await projections.read(identity)).toBe(packet);
+    expect((await projections.identities()).length).toBe(expected.size);
+    expect(await reader.hget(controlKey(base.prefix), "generation")).toBe("2");
+
+    // So far nothing was denied: the handshake (AUTH, INFO ready check, CLIENT SETINFO on 7.2+) and every command
+    // of the fold, the replay and the reader are in the roles.
+    expect(await aclDenials(admin, [env.foldUser, env.readerUser])).toEqual([]);
+
+    // Every write attempt of the reader fails with NOPERM, and changes nothing.
+    const keys = identityKeys(base.prefix, 2, identity);
+    const writes: [string, Promise<unknown>][] = [
+      ["HSET on a part", reader.hset(keys[2]!, "x", "y")],
+      ["HSET on the control hash", reader.hset(controlKey(base.prefix), "generation", "1")],
+      ["SET", reader.set(`${base.prefix}:x`, "y")],
+      ["FCALL mufold_apply_v1", reader.call("FCALL", APPLY_FUNCTION, keys.length, ...keys, "0", "0")],
+      ["DEL", reader.del(keys[0]!)],
+      ["UNLINK", reader.unlink(indexKey(base.prefix, 2))],
+      ["SADD", reader.sadd(indexKey(base.prefix, 2), "mur_x")],
+      ["XADD", reader.xadd(`${base.prefix}:g2:changes`, "*", "a", "b")],
+      ["FUNCTION LOAD", reader.call("FUNCTION", "LOAD", "REPLACE", librarySource())],
+      ["FUNCTION DELETE", reader.call("FUNCTION", "DELETE", "mufold_v1")],
+      ["FLUSHALL", reader.flushall()],
+      ["CONFIG SET", reader.call("CONFIG", "SET", "maxmemory", "1")],
+      ["reading outside the prefix", reader.hget(`not-${base.prefix}:x`, "a")],
+    ];
+    for (const [what, attempt] of writes) expect(await denial(attempt), what).toMatch(/^NOPERM /);
+
+    // The fold user cannot leave its prefix, nor run commands mufold does not use.
+    const writer = connectRedis(fold.redisUrl);
+    cleanups.push(() => writer.quit());
+    const outside = identityKeys(`not-${base.prefix}`, 2, identity);
+    cleanups.push(() => admin.del(...outside, `not-${base.prefix}:x`));
+    const escapes: [string, Promise<unknown>][] = [
+      ["HSET outside the prefix", writer.hset(`not-${base.prefix}:x`, "a", "b")],
+      ["FCALL mufold_apply_v1 on keys outside the prefix", writer.call("FCALL", APPLY_FUNCTION, outside.length, ...outside, "0", "0")],
+      ["FCALL_RO on keys outside the prefix", writer.call("FCALL_RO", "mufold_read_v1", outside.length, ...outside)],
+      ["SET (not a command mufold uses)", writer.set(`${base.prefix}:x`, "y")],
+      ["KEYS", writer.keys("*")],
+      ["FLUSHALL", writer.flushall()],
+      ["CONFIG GET", writer.call("CONFIG", "GET", "requirepass")],
+      ["ACL SETUSER", writer.call("ACL", "SETUSER", env.foldUser, "+@all")],
+    ];
+    for (const [what, attempt] of escapes) expect(await denial(attempt), what).toMatch(/^NOPERM /);
+    expect(await admin.exists(...outside, `not-${base.prefix}:x`)).toBe(0);
+
+    // Nothing changed.
+    expect(comparePackets(await readAllPackets(read), expected)).toEqual({ missing: [], extra: [], different: [] });
+  });
+
+  it("a password from REDIS_PASSWORD_FILE with the user in REDIS_URL connects as that user", async () => {
+    const env = await aclEnv();
+    const dir = mkdtempSync(join(tmpdir(), "mufold-acl-"));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, "redis-password");
+    writeFileSync(file, `${env.readerPassword}\n`, { mode: 0o600 });
+    const settings = resolveSettings({}, { REDIS_URL: env.urlFor(env.readerUser), REDIS_PASSWORD_FILE: file, MUFOLD_PREFIX: env.base.prefix });
+    expect(settings.redisUrl).not.toContain(env.readerPassword);
+    const redis: RedisClient = connectRedis(redisClientSettings(settings));
+    cleanups.push(() => redis.quit());
+    expect(await redis.ping()).toBe("PONG");
+    expect(await redis.hget(controlKey(env.base.prefix), "generation")).toBeNull();
+    expect(await denial(redis.hset(controlKey(env.base.prefix), "generation", "1"))).toMatch(/^NOPERM /);
+
+    // A wrong password fails at AUTH, and the error does not contain it.
+    writeFileSync(file, "not-the-password\n");
+    const wrong = connectRedis(redisClientSettings(resolveSettings({}, { REDIS_URL: env.urlFor(env.readerUser), REDIS_PASSWORD_FILE: file })));
+    cleanups.push(async () => wrong.disconnect());
+    const message = await denial(wrong.ping());
+    expect(message).toMatch(/WRONGPASS|invalid username-password/);
+    expect(message).not.toContain("not-the-password");
+  });
+});
