@@ -4,62 +4,14 @@
  * until they have caught up, replays with --verify and prints a table.
  * Exits 0 only if the replay found 0 mismatches.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
-import { createKafka, kafkaClientSettings } from "../adapters/kafka/client.js";
-import { groupOffsets, partitionOffsets } from "../adapters/kafka/topics.js";
 import { connectRedis, redisClientSettings } from "../adapters/redis/connect.js";
 import { resolveSettings, type Settings } from "../config.js";
-import { MufoldError } from "../errors.js";
+import { spawnFoldWorker, waitForGroup } from "../fold-process.js";
 import { createLogger } from "../log.js";
 import { ProjectionReader } from "../readback.js";
 import { runReplay } from "../../consumers/replay.js";
 import { runSimulation } from "./stream-commands.js";
 import { progressBar } from "./progress.js";
-
-const BIN = fileURLToPath(new URL("../../../bin/mufold.js", import.meta.url));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function startWorker(settings: Settings, index: number): ChildProcess {
-  const env = {
-    ...process.env,
-    KAFKA_BROKERS: settings.brokers.join(","),
-    REDIS_URL: settings.redisUrl,
-    MUFOLD_TOPIC: settings.topic,
-    MUFOLD_GROUP: settings.group,
-    MUFOLD_PREFIX: settings.prefix,
-    MUFOLD_PARTITIONS: String(settings.partitions),
-    MUFOLD_LOG_LEVEL: process.env.MUFOLD_LOG_LEVEL ?? "warn",
-    MUFOLD_CLIENT_ID: `mufold-demo-worker-${index}`,
-  };
-  return spawn(process.execPath, [BIN, "fold"], { env, stdio: ["ignore", "ignore", "inherit"] });
-}
-
-async function waitCaughtUp(settings: Settings, timeoutMs: number): Promise<void> {
-  const kafka = createKafka(kafkaClientSettings(settings, "-demo-watch"));
-  const admin = kafka.admin();
-  await admin.connect();
-  const bar = progressBar("fold  ");
-  const started = Date.now();
-  try {
-    const ends = await partitionOffsets(admin, settings.topic);
-    const total = ends.reduce((a, e) => a + Number(e.high), 0);
-    for (;;) {
-      const committed = await groupOffsets(admin, settings.group, settings.topic);
-      const done = ends.reduce((a, e) => {
-        const c = committed.get(e.partition) ?? -1n;
-        return a + (c > 0n ? Number(c) : 0);
-      }, 0);
-      bar.update(done, total, (Date.now() - started) / 1000);
-      if (ends.every((e) => (committed.get(e.partition) ?? -1n) >= e.high || e.high === 0n)) break;
-      if (Date.now() - started > timeoutMs) throw new MufoldError("fold workers did not catch up in time");
-      await sleep(200);
-    }
-  } finally {
-    bar.done();
-    await admin.disconnect();
-  }
-}
 
 export async function demoCommand(args: string[]): Promise<number> {
   const run = Date.now().toString(36);
@@ -85,10 +37,13 @@ export async function demoCommand(args: string[]): Promise<number> {
   process.stderr.write(`demo: produced ${produced.produced} records (${produced.retries} retries, ${produced.conflicts} changed judgments, ${produced.malformed} malformed) in ${produced.seconds.toFixed(1)}s\n`);
 
   const foldStarted = Date.now();
-  const workers = [startWorker(settings, 1), startWorker(settings, 2)];
+  const env = { MUFOLD_LOG_LEVEL: process.env.MUFOLD_LOG_LEVEL ?? "warn" };
+  const workers = [1, 2].map((i) => spawnFoldWorker(settings, { ...env, MUFOLD_CLIENT_ID: `mufold-demo-worker-${i}` }));
   let foldSeconds: number;
   try {
-    await waitCaughtUp(settings, 300_000);
+    const foldBar = progressBar("fold  ");
+    await waitForGroup(settings, 300_000, (done, total) => foldBar.update(done, total, (Date.now() - foldStarted) / 1000));
+    foldBar.done();
     foldSeconds = (Date.now() - foldStarted) / 1000;
     const bar = progressBar("replay");
     const replay = await runReplay(settings, { verify: true, promote: false, onProgress: (p) => bar.update(p.consumed, p.total, p.elapsedSeconds) }, log);

@@ -163,9 +163,16 @@ export function computeParts(context: ReducerContext, state: IdentityState, prev
   return parts;
 }
 
-/** The TypeScript twin of the Redis read function: parts to packet bytes. */
-export function assembleParts(parts: PartsView): string {
-  if (parts.rejected !== null) return parts.rejected;
+/**
+ * The packet's bytes as an ordered sequence of pieces, exactly as the Redis read
+ * function concatenates them: joined they are the packet, hashed in order they
+ * are its digest (without building a ~370 KB string).
+ */
+export function* packetChunks(parts: PartsView): Generator<string> {
+  if (parts.rejected !== null) {
+    yield parts.rejected;
+    return;
+  }
   const pieces = parts.skeleton.split(SKELETON_SEPARATOR);
   const byMember = <T extends { member: string }>(m: Map<string, T>) => [...m.values()].sort((x, y) => (x.member < y.member ? -1 : 1));
   let history = byMember(parts.history);
@@ -182,9 +189,22 @@ export function assembleParts(parts: PartsView): string {
     subjects.filter((s) => s.proposal !== null).map((s) => s.proposal!),
     subjects.map((s) => s.fragment),
   ];
-  let out = pieces[0]!;
-  lists.forEach((items, i) => {
-    out += "[" + items.join(",") + "]" + pieces[i + 1]!;
-  });
+  yield pieces[0]!;
+  for (let i = 0; i < lists.length; i++) {
+    yield "[";
+    for (let k = 0; k < lists[i]!.length; k++) {
+      if (k > 0) yield ",";
+      yield lists[i]![k]!;
+    }
+    yield "]";
+    yield pieces[i + 1]!;
+  }
+}
+
+/** The TypeScript twin of the Redis read function: parts to packet bytes. */
+export function assembleParts(parts: PartsView): string {
+  if (parts.rejected !== null) return parts.rejected;
+  let out = "";
+  for (const chunk of packetChunks(parts)) out += chunk;
   return out;
 }

@@ -18,10 +18,10 @@ import { sha256Hex } from "../core/digest.js";
 import { emptyIdentityState, foldDelivery, type IdentityState } from "../core/identity-state.js";
 import type { ReducerContext } from "../core/identity.js";
 import type { Observation } from "../core/observation.js";
-import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_OBSERVATIONS, MAX_PROJECTION_REJECTIONS } from "../core/projection-limits.js";
+import { MAX_PROJECTION_OBSERVATIONS } from "../core/projection-limits.js";
 import { decodeDeliveryRecord, encodeDeliveryRecord } from "./delivery-record.js";
 import { diffParts, type PartOp } from "./delta.js";
-import { SKELETON_SEPARATOR, assembleParts, computeParts, emptyParts, type PartsView } from "../core/packet-parts.js";
+import { assembleParts, computeParts, emptyParts, packetChunks, type PartsView } from "../core/packet-parts.js";
 import { watermarkField } from "./keys.js";
 
 export interface Delivery {
@@ -89,34 +89,8 @@ export function packetStatus(parts: PartsView): string {
  * hashing). test/integration/change-feed.int.spec.ts holds the two equal.
  */
 export function packetDigest(parts: PartsView): string {
-  if (parts.rejected !== null) return sha256Hex(parts.rejected);
   const hash = createHash("sha256");
-  const pieces = parts.skeleton.split(SKELETON_SEPARATOR);
-  const byMember = <T extends { member: string }>(m: Map<string, T>) => [...m.values()].sort((x, y) => (x.member < y.member ? -1 : 1));
-  let history = byMember(parts.history);
-  if (parts.accepted > MAX_PROJECTION_HISTORY) {
-    const keep = new Set([...parts.subjects.values()].map((s) => s.latest));
-    for (let i = history.length - 1; i >= 0 && keep.size < MAX_PROJECTION_HISTORY; i--) keep.add(history[i]!.member);
-    history = history.filter((h) => keep.has(h.member));
-  }
-  const subjects = byMember(parts.subjects);
-  const conflicts = [...parts.conflicts.keys()].sort().slice(0, MAX_PROJECTION_REJECTIONS);
-  hash.update(pieces[0]!);
-  const list = (items: Iterable<string>, after: string | undefined) => {
-    hash.update("[");
-    let first = true;
-    for (const item of items) {
-      if (!first) hash.update(",");
-      hash.update(item);
-      first = false;
-    }
-    hash.update("]");
-    hash.update(after!);
-  };
-  list(history.map((h) => h.fragment), pieces[1]);
-  list(conflicts.map((id) => parts.conflicts.get(id)!), pieces[2]);
-  list(subjects.filter((s) => s.proposal !== null).map((s) => s.proposal!), pieces[3]);
-  list(subjects.map((s) => s.fragment), pieces[4]);
+  for (const chunk of packetChunks(parts)) hash.update(chunk);
   return hash.digest("hex");
 }
 

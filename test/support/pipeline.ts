@@ -4,12 +4,11 @@
  * reducer) for what every packet must be.
  */
 import { randomBytes } from "node:crypto";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { spawnFoldWorker, waitForGroup } from "../../src/fold-process.js";
 import { fileURLToPath } from "node:url";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
-import { createKafka } from "../../src/adapters/kafka/client.js";
-import { groupOffsets, partitionOffsets } from "../../src/adapters/kafka/topics.js";
 import { resolveSettings, type Settings } from "../../src/config.js";
 import {
   canonicalJson,
@@ -37,22 +36,8 @@ export const quietLog = createLogger({ test: true }, (process.env.MUFOLD_LOG_LEV
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Wait until the group has committed every partition's end offset. */
-export async function waitCaughtUp(settings: Settings, timeoutMs = 120_000): Promise<void> {
-  const kafka = createKafka({ brokers: settings.brokers, clientId: "mufold-test-watch" });
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const ends = await partitionOffsets(admin, settings.topic);
-      const committed = await groupOffsets(admin, settings.group, settings.topic);
-      if (ends.every((e) => e.high === 0n || (committed.get(e.partition) ?? -1n) >= e.high)) return;
-      if (Date.now() > deadline) throw new Error(`group ${settings.group} did not catch up: ends ${JSON.stringify(ends.map((e) => String(e.high)))}`);
-      await sleep(100);
-    }
-  } finally {
-    await admin.disconnect();
-  }
+export function waitCaughtUp(settings: Settings, timeoutMs = 120_000): Promise<void> {
+  return waitForGroup(settings, timeoutMs);
 }
 
 /** What every identity's packet must be: the embedded reducer over its valid deliveries. */
@@ -92,20 +77,7 @@ export function comparePackets(actual: Map<string, string>, expected: Map<string
 
 /** A fold worker in its own process (so it can be killed like a real one). */
 export function spawnWorker(settings: Settings, extraEnv: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, [BIN, "fold"], {
-    env: {
-      ...process.env,
-      KAFKA_BROKERS: settings.brokers.join(","),
-      REDIS_URL: settings.redisUrl,
-      MUFOLD_TOPIC: settings.topic,
-      MUFOLD_GROUP: settings.group,
-      MUFOLD_PREFIX: settings.prefix,
-      MUFOLD_PARTITIONS: String(settings.partitions),
-      MUFOLD_LOG_LEVEL: process.env.MUFOLD_LOG_LEVEL ?? "error",
-      ...extraEnv,
-    },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
+  return spawnFoldWorker(settings, extraEnv);
 }
 
 export async function stopWorker(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {

@@ -1,0 +1,64 @@
+/**
+ * Running fold workers as processes and waiting for them: shared by the demo,
+ * the tests and the benchmarks, so every harness starts workers the same way.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { createKafka, kafkaClientSettings } from "./adapters/kafka/client.js";
+import { groupOffsets, partitionOffsets } from "./adapters/kafka/topics.js";
+import type { Settings } from "./config.js";
+import { MufoldError } from "./errors.js";
+
+/** The CLI entry: bin/mufold.js at the repository root (from src/ or dist/src/). */
+function binPath(): string {
+  const here = fileURLToPath(import.meta.url);
+  const root = here.includes("/dist/src/") ? here.slice(0, here.indexOf("/dist/src/")) : here.slice(0, here.indexOf("/src/"));
+  return `${root}/bin/mufold.js`;
+}
+
+/** Start `mufold fold` in its own process with these settings (in its environment). */
+export function spawnFoldWorker(settings: Settings, extraEnv: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, [binPath(), "fold"], {
+    env: {
+      ...process.env,
+      KAFKA_BROKERS: settings.brokers.join(","),
+      REDIS_URL: settings.redisUrl,
+      MUFOLD_TOPIC: settings.topic,
+      MUFOLD_GROUP: settings.group,
+      MUFOLD_PREFIX: settings.prefix,
+      MUFOLD_PARTITIONS: String(settings.partitions),
+      MUFOLD_LOG_LEVEL: process.env.MUFOLD_LOG_LEVEL ?? "error",
+      ...extraEnv,
+    },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+}
+
+/** Wait until the group has committed every partition's end offset (Redis has every record). */
+export async function waitForGroup(
+  settings: Settings,
+  timeoutMs: number,
+  onProgress?: (done: number, total: number) => void,
+): Promise<void> {
+  const admin = createKafka(kafkaClientSettings(settings, "-watch")).admin();
+  await admin.connect();
+  try {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const ends = await partitionOffsets(admin, settings.topic);
+      const committed = await groupOffsets(admin, settings.group, settings.topic);
+      if (onProgress) {
+        const total = ends.reduce((a, e) => a + Number(e.high), 0);
+        const done = ends.reduce((a, e) => a + Math.max(0, Number(committed.get(e.partition) ?? 0n)), 0);
+        onProgress(done, total);
+      }
+      if (ends.every((e) => e.high === 0n || (committed.get(e.partition) ?? -1n) >= e.high)) return;
+      if (Date.now() > deadline) {
+        throw new MufoldError(`group ${settings.group} did not catch up in ${timeoutMs} ms: ends ${JSON.stringify(ends.map((e) => String(e.high)))}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
