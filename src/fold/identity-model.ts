@@ -140,7 +140,7 @@ export class IdentityModel {
   ) {}
 
   /** Rebuild from stored meta and delivery records (the cache-miss path). */
-  static fromStored(identity: string, context: ReducerContext, meta: Record<string, string>, records: Record<string, string>): IdentityModel {
+  static fromStored(identity: string, context: ReducerContext, meta: Record<string, string>, records: ReadonlyMap<string, string>): IdentityModel {
     const model = new IdentityModel(identity, context);
     model.version = Number(meta.v ?? "0");
     for (const [field, value] of Object.entries(meta)) if (field.startsWith("w:")) model.watermarks.set(field, BigInt(value));
@@ -154,7 +154,7 @@ export class IdentityModel {
       model.parts = computeParts(context, model.state);
       return model;
     }
-    for (const [id, text] of Object.entries(records)) model.state.byId.set(id, decodeDeliveryRecord(text));
+    for (const [id, text] of records) model.state.byId.set(id, decodeDeliveryRecord(text));
     model.state.deliveries = deliveries;
     model.parts = computeParts(context, model.state);
     return model;

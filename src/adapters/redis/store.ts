@@ -19,7 +19,7 @@ import { applyResult } from "./errors.js";
 
 export interface StoredIdentity {
   meta: Record<string, string>;
-  records: Record<string, string>;
+  records: Map<string, string>;
 }
 
 /** One change-feed entry: its stream id and its fields. */
@@ -59,7 +59,11 @@ export class RedisStore {
 
   async load(generation: number, identity: string): Promise<StoredIdentity> {
     const [m, d] = this.keys(generation, identity);
-    const [meta, records] = await Promise.all([this.redis.hgetall(m!), this.redis.hgetall(d!)]);
+    // The records hash is read as a flat reply into a Map: an object per identity keyed by
+    // observation ids would give V8 a new hidden class per id, a leak across 100k identities.
+    const [meta, flat] = await Promise.all([this.redis.hgetall(m!), this.redis.call("HGETALL", d!) as Promise<string[]>]);
+    const records = new Map<string, string>();
+    for (let i = 0; i + 1 < flat.length; i += 2) records.set(flat[i]!, flat[i + 1]!);
     return { meta, records };
   }
 
