@@ -40,7 +40,7 @@ export function reducerIdentity(context: ReducerContext): string {
   let id = identities.get(key);
   if (id === undefined) {
     id = computeReducerIdentity(context);
-    if (identities.size >= 100_000) identities.clear();
+    if (identities.size >= 20_000) identities.clear();
     identities.set(key, id);
   }
   return id;

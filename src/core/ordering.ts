@@ -13,7 +13,7 @@ export interface Ordered {
 }
 
 const instants = new Map<string, Instant>();
-const MAX_CACHED = 50_000;
+const MAX_CACHED = 20_000;
 
 /** UTC instant of a validated `created_at`; memoized because sorts ask often. */
 export function instantOf(createdAt: string): Instant {
