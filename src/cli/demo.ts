@@ -13,12 +13,12 @@ import { runReplay } from "../../consumers/replay.js";
 import { runSimulation } from "./stream-commands.js";
 import { progressBar } from "./progress.js";
 
-export async function demoCommand(args: string[]): Promise<number> {
+export async function demoCommand(_args: string[]): Promise<number> {
   const run = Date.now().toString(36);
   const base = resolveSettings({});
   const settings: Settings = {
     ...base,
-    topic: args.includes("--topic") ? base.topic : `mufold-demo.${run}`,
+    topic: `mufold-demo.${run}`,
     group: `mufold-demo.${run}`,
     prefix: `mufold-demo:${run}`,
   };

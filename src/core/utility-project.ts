@@ -9,7 +9,7 @@ import { DEFAULT_REDUCER_VERSION } from "./identity.js";
 import { PyJsonDecodeError, PyRecursionError, PyValueError, parsePyJson } from "./pyjson-parse.js";
 import { pyStrip } from "./pystr.js";
 import { isPyObject, pySorted, type PyObject, type PyValue } from "./pyvalue.js";
-import { assembleParts, computeParts } from "./packet-parts.js";
+import { assembleParts, computeParts, invalidRequestJson } from "./packet-parts.js";
 import { prepareReduction, type ReduceInput } from "./reducer.js";
 
 export interface CommandResult {
@@ -26,8 +26,7 @@ const ALLOWED: ReadonlySet<string> = new Set([...REQUIRED, "reducer_version", "p
 class RequestError extends Error {}
 
 export function invalidRequest(message: string): CommandResult {
-  const payload: PyObject = { ok: false, schema_version: "reward_memory_error_v0", status: "invalid_request", error: message };
-  return { exitCode: 2, stdout: canonicalJson(payload) };
+  return { exitCode: 2, stdout: invalidRequestJson(message) };
 }
 
 function requestOf(source: PyObject): {

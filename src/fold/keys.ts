@@ -10,20 +10,6 @@
 export const IDENTITY_PARTS = ["m", "d", "s", "si", "h", "hi", "hl", "c", "ci", "p"] as const;
 export type IdentityPart = (typeof IDENTITY_PARTS)[number];
 
-/** What each part holds (also documented in docs/architecture.md). */
-export const PART_MEANING: Record<IdentityPart, string> = {
-  m: "meta hash: v (version), w:<topic>:<partition> watermarks, n deliveries, acc accepted, skel packet skeleton, rej rejected packet, ctx context, dig packet digest, chg last change note",
-  d: "delivery records: observation_id -> [[fingerprint, count, observation], ...]",
-  s: "subject fragments: subject_id -> canonical subject JSON",
-  si: "subject order: sorted set of subject members (score 0)",
-  h: "history fragments: observation_id -> canonical history entry JSON",
-  hi: "history order: sorted set of history members (score 0)",
-  hl: "latest history member of each subject: subject_id -> member",
-  c: "conflict fragments: observation_id -> canonical rejection JSON",
-  ci: "conflict order: sorted set of observation ids (score 0)",
-  p: "review proposal fragments: subject_id -> canonical proposal JSON",
-};
-
 export function generationPrefix(prefix: string, generation: number): string {
   return `${prefix}:g${generation}`;
 }

@@ -12,7 +12,7 @@
  */
 import type { Cluster, Redis } from "ioredis";
 import type { PartOp } from "../../fold/delta.js";
-import { IDENTITY_PARTS, controlKey, generationPrefix, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
+import { controlKey, generationPrefix, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
 import { assertFcallRouting, isCluster, masterNodes } from "./connect.js";
 import { APPLY_FUNCTION, READ_FUNCTION, loadFunctions } from "./functions.js";
 import { applyResult } from "./errors.js";
@@ -23,11 +23,6 @@ export interface StoredIdentity {
 }
 
 /** One change-feed entry: its stream id and its fields. */
-export interface ChangeEntry {
-  id: string;
-  fields: Record<string, string>;
-}
-
 /**
  * The change feed of a generation: `<prefix>:g<N>:changes`, a capped Redis
  * Stream. It has no hash tag, so on a cluster it lives in its own slot.
@@ -137,17 +132,6 @@ export class RedisStore {
     });
   }
 
-  /** Change-feed entries from `start` to `end` (stream ids, inclusive; "-" and "+" for the ends). */
-  async readChanges(generation: number, start = "-", end = "+", count?: number): Promise<ChangeEntry[]> {
-    const key = changesKey(this.prefix, generation);
-    const rows = count === undefined ? await this.redis.xrange(key, start, end) : await this.redis.xrange(key, start, end, "COUNT", count);
-    return rows.map(([id, flat]) => {
-      const fields: Record<string, string> = {};
-      for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
-      return { id, fields };
-    });
-  }
-
   /** Delete a generation's change feed (with dropGeneration, after a promote or a verify-only replay). */
   async dropChanges(generation: number): Promise<number> {
     return this.redis.unlink(changesKey(this.prefix, generation));
@@ -232,4 +216,3 @@ export class RedisStore {
   }
 }
 
-export { IDENTITY_PARTS };
