@@ -17,6 +17,7 @@ import { Redis } from "ioredis";
 import { createKafka } from "../src/adapters/kafka/client.js";
 import { ReliableProducer, type OutMessage } from "../src/adapters/kafka/producer.js";
 import { ensureTopics } from "../src/adapters/kafka/topics.js";
+import { ensureSetup } from "../src/adapters/redis/functions.js";
 import type { Settings } from "../src/config.js";
 import { FoldWorker } from "../consumers/fold-worker.js";
 import { runReplay } from "../consumers/replay.js";
@@ -97,6 +98,9 @@ async function redisMemory(redisUrl: string): Promise<number> {
   await r.quit();
   return Number(/used_memory:(\d+)/.exec(info)![1]);
 }
+
+// As `mufold setup` would (once, on the benchmarks' Redis): the folds and the replay only check for the functions.
+await ensureSetup(testSettings());
 
 // 1 + 4 + 6: one topic, consumed four ways.
 {

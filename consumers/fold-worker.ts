@@ -8,10 +8,11 @@ import type { Cluster, Redis } from "ioredis";
 import { createKafka, kafkaClientSettings, type Kafka } from "../src/adapters/kafka/client.js";
 import { GroupConsumer, type BatchContext } from "../src/adapters/kafka/consumer.js";
 import { ReliableProducer } from "../src/adapters/kafka/producer.js";
-import { assertInfiniteRetention, ensureTopics, groupOffsets } from "../src/adapters/kafka/topics.js";
+import { assertInfiniteRetention, ensureTopics, groupOffsets, topicSpec } from "../src/adapters/kafka/topics.js";
 import { connectRedis, redisClientSettings } from "../src/adapters/redis/connect.js";
-import { StateLostError } from "../src/adapters/redis/errors.js";
-import { loadFunctions } from "../src/adapters/redis/functions.js";
+import { GenerationMovedError, StateLostError } from "../src/adapters/redis/errors.js";
+import { assertFunctionsLoaded } from "../src/adapters/redis/functions.js";
+import { checkRedisServer } from "../src/adapters/redis/server-checks.js";
 import { RedisStore } from "../src/adapters/redis/store.js";
 import type { Settings } from "../src/config.js";
 import { MufoldError } from "../src/errors.js";
@@ -19,8 +20,10 @@ import type { Logger } from "../src/log.js";
 import type { FoldMetrics } from "../src/metrics.js";
 import { routeRecords } from "./batch-router.js";
 import { ChangeFeed, changeFeedSettings } from "./change-feed.js";
-import { dlqMessage, dlqTopic, type SourceRecord } from "./dlq.js";
+import { dlqLimits, dlqMessage, dlqSendGroups, dlqTopic, type SourceRecord } from "./dlq.js";
 import { IdentityApplier } from "./identity-applier.js";
+import { OutageClock } from "./outage.js";
+import { PartitionGuard } from "./partition-guard.js";
 
 export interface FoldCounters {
   consumed: number;
@@ -33,8 +36,40 @@ export interface FoldCounters {
 }
 
 const POLL_MS = 250;
-const MAX_TRANSIENT_ATTEMPTS = 120;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** kafkajs reports a broker it cannot reach as a non-retriable "retries exceeded" around a connection error. */
+function isConnectionError(error: unknown): boolean {
+  for (let e: unknown = error; e instanceof Error; e = (e as { cause?: unknown; originalError?: unknown }).originalError ?? e.cause) {
+    if (/Connection|ECONNREFUSED|ETIMEDOUT|ECONNRESET|Broker not connected|NumberOfRetriesExceeded|Closed connection/i.test(`${e.name} ${e.message}`)) return true;
+  }
+  return false;
+}
+/**
+ * Heartbeat while a batch is held (an outage, a pause). When the group is
+ * rebalancing, give the batch up (uncommitted, it is redelivered) so this
+ * member can rejoin instead of stalling the group; other heartbeat failures
+ * (the broker itself is down) are the outage being ridden out.
+ */
+async function heartbeatOrYield(ctx: BatchContext): Promise<void> {
+  try {
+    await ctx.heartbeat();
+  } catch (error) {
+    if (/rebalanc/i.test(String((error as Error)?.message ?? error)) || (error as { type?: string }).type === "REBALANCE_IN_PROGRESS") {
+      throw new MufoldError("batch given up while held: the group is rebalancing (it is redelivered)", { retriable: true, cause: error });
+    }
+  }
+}
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/** One reducer version per generation: a worker configured for another one refuses to write. */
+function assertReducerVersion(generation: number, stored: string | null, configured: string): void {
+  if (stored === null || stored === configured) return;
+  throw new MufoldError(
+    `the live generation ${generation} holds reducer_version ${stored}, this worker is configured for ${configured}: ` +
+      `run every fold with MUFOLD_REDUCER_VERSION=${stored}, or upgrade as docs/operations.md says (stop the folds, ` +
+      `\`mufold replay --promote --reducer-version ${configured} --change-reducer-version\`, start the folds with ${configured})`,
+  );
+}
 
 export class FoldWorker {
   readonly counters: FoldCounters = { consumed: 0, applied: 0, duplicatesSkipped: 0, deadLettered: 0, casRetries: 0, batches: 0, dlqByReason: {} };
@@ -46,11 +81,17 @@ export class FoldWorker {
   private inBatch = false;
   /** A generation found to have lost state: written again only after a promote replaces it. */
   private lostGeneration: number | undefined;
+  private restoreWait = false;
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly applier: IdentityApplier;
   private readonly store: RedisStore;
+  private readonly guard: PartitionGuard;
+  /** Redis/Kafka outages being ridden out (held batch, not ready). */
+  readonly outages: OutageClock;
   /** The change feed (stream entries and review proposals); undefined when MUFOLD_CHANGE_FEED=off. */
   private feed: ChangeFeed | undefined;
+  /** Record bytes one dead-letter batch may carry (from the DLQ topic's max.message.bytes; set in prepare). */
+  private dlqBudget = 0;
   private crashedWith: ((error: unknown) => void) | undefined;
   /** Settles if the consumer stops on a non-retriable error (the process should exit and be restarted). */
   readonly crashed = new Promise<unknown>((resolve) => (this.crashedWith = resolve));
@@ -64,6 +105,25 @@ export class FoldWorker {
   ) {
     this.store = new RedisStore(redis, settings.prefix);
     this.applier = new IdentityApplier(this.store, settings.cacheSize);
+    this.guard = new PartitionGuard(this.store, "live", (topic, partition) => this.endOffset(topic, partition));
+    this.outages = new OutageClock(settings.outageToleranceSeconds);
+  }
+
+  /** A partition's end offset now (rare: only when a batch's high watermark is below the generation's mark). */
+  private async endOffset(topic: string, partition: number): Promise<bigint> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      const offsets = await admin.fetchTopicOffsets(topic);
+      return BigInt(offsets.find((o) => o.partition === partition)?.high ?? "0");
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  /** True while this worker found its generation's state lost and waits for `mufold replay --promote`. */
+  get waitingForRestore(): boolean {
+    return this.restoreWait;
   }
 
   get cachedIdentities(): number {
@@ -80,12 +140,20 @@ export class FoldWorker {
       group: async () => {
         if (!this.consumer?.joined) throw new Error(`not a member of group ${this.settings.group} (joining, rebalancing or stopped)`);
       },
+      outage: async () => {
+        const ongoing = Object.entries(this.outages.ongoing());
+        if (ongoing.length > 0) throw new Error(`riding out an outage: ${ongoing.map(([what, s]) => `${what} unreachable for ${s}s`).join(", ")}`);
+      },
+      parked: async () => {
+        const parked = this.consumer?.parked() ?? [];
+        if (parked.length > 0) throw new Error(`partitions parked at a batch that cannot be decoded: ${parked.map((p) => `${p.topic}[${p.partition}]@${p.offset} (${p.reason})`).join("; ")}`);
+      },
     };
   }
 
   static async start(settings: Settings, log: Logger, metrics?: FoldMetrics): Promise<FoldWorker> {
     const kafka = createKafka(kafkaClientSettings(settings, "-fold"));
-    const redis = connectRedis(redisClientSettings(settings));
+    const redis = connectRedis({ ...redisClientSettings(settings), maxRetriesPerRequest: 1, commandTimeoutMs: 10_000 });
     const worker = new FoldWorker(settings, kafka, redis, log.child({ component: "fold" }), metrics);
     try {
       await worker.prepare();
@@ -109,12 +177,14 @@ export class FoldWorker {
     await admin.connect();
     try {
       await ensureTopics(admin, [
-        { topic: settings.topic, partitions: settings.partitions },
-        { topic: dlqTopic(settings.topic), partitions: settings.partitions },
-        ...(proposalsTopic === null ? [] : [{ topic: proposalsTopic, partitions: settings.partitions }]),
+        topicSpec(settings, settings.topic),
+        topicSpec(settings, dlqTopic(settings.topic)),
+        ...(proposalsTopic === null ? [] : [topicSpec(settings, proposalsTopic)]),
       ]);
       await assertInfiniteRetention(admin, settings.topic, settings.allowFiniteRetention);
-      await loadFunctions(this.redis);
+      this.dlqBudget = (await dlqLimits(admin, dlqTopic(settings.topic))).budget;
+      await assertFunctionsLoaded(this.redis);
+      await checkRedisServer(this.redis, { allowEvictingPolicy: settings.allowEvictingPolicy }, this.log);
       const control = await this.store.control();
       if (control.generation === null) {
         const committed = await groupOffsets(admin, settings.group, settings.topic);
@@ -123,10 +193,10 @@ export class FoldWorker {
             `Redis has no mufold generation under prefix "${settings.prefix}", but group ${settings.group} has committed offsets: the projections were lost`,
           );
         }
-        this.generation = await this.store.initGeneration();
-      } else {
-        this.generation = control.generation;
       }
+      const live = await this.store.initGeneration(settings.reducerVersion);
+      assertReducerVersion(live.generation, live.reducerVersion, settings.reducerVersion);
+      this.generation = live.generation;
     } finally {
       await admin.disconnect();
     }
@@ -136,14 +206,37 @@ export class FoldWorker {
       groupId: settings.group,
       topic: settings.topic,
       fromBeginning: true,
+      sessionTimeout: settings.sessionTimeoutMs,
+      heartbeatInterval: settings.heartbeatIntervalMs,
       onBatch: (records, ctx) => this.onBatch(records, ctx),
-      onCrash: (error) => {
-        if ((error as { retriable?: boolean }).retriable) {
-          this.log.warn("consumer restarting after a retriable error", { error });
+      onPark: (p) => {
+        this.log.error("partition parked: a batch cannot be decoded; the committed offset stays before it", { ...p });
+        this.metrics?.partitionsParked.set({ topic: p.topic, partition: String(p.partition) }, 1);
+      },
+      onUnpark: (p) => this.metrics?.partitionsParked.remove({ topic: p.topic, partition: String(p.partition) }),
+      // A broker outage ends kafkajs's own retries with a crash: restart the consumer while the outage is
+      // within the tolerance (not ready meanwhile), and give up with one clear error past it.
+      restartOnFailure: async (error) => {
+        if (!isConnectionError(error)) return (error as { retriable?: boolean }).retriable === true;
+        try {
+          this.outages.failed("kafka", error);
+          return !this.stopping;
+        } catch (exceeded) {
+          this.crashedWith?.(exceeded);
+          return false;
+        }
+      },
+      onCrash: (error, restarting) => {
+        if (restarting) {
+          this.log.warn("consumer restarting after an error", { error: errorText(error) });
           return;
         }
         this.log.error("consumer crashed", { error });
         this.crashedWith?.(error);
+      },
+      onJoin: () => {
+        const ms = this.outages.recovered("kafka");
+        if (ms > 0) this.log.warn("Kafka reachable again; folding resumes", { outageSeconds: Math.round(ms / 1000) });
       },
     });
     // An idle worker gets no batches, yet a promote must hear that it holds still.
@@ -152,30 +245,39 @@ export class FoldWorker {
     this.log.info("fold started", { worker: this.workerId, generation: this.generation, topic: settings.topic, group: settings.group, changeFeed: feedSettings.enabled, proposalsTopic });
   }
 
-  /** Wait while a promote has paused the fold or Redis has no generation; returns the generation to write. */
+  /**
+   * Wait while a promote has paused the fold or Redis has no usable generation;
+   * returns the generation to write. Redis being unreachable is held for at
+   * most the outage tolerance (the batch stays uncommitted meanwhile).
+   */
   private async awaitWritableGeneration(ctx: BatchContext): Promise<number> {
     let warned = false;
     for (;;) {
       let control;
       try {
         control = await this.store.control();
+        this.redisAnswered();
       } catch (error) {
         // Redis unreachable (restarting): hold the batch, uncommitted, and keep the group membership alive.
-        if (!warned) this.log.warn("Redis unavailable; holding the batch", { error });
+        if (!warned) this.log.warn("Redis unavailable; holding the batch", { error: errorText(error) });
         warned = true;
+        this.outages.failed("redis", error);
         if (!ctx.stillOwned() || this.stopping) throw error;
-        await ctx.heartbeat().catch(() => undefined);
+        await heartbeatOrYield(ctx);
         await sleep(POLL_MS * 4);
         continue;
       }
       if (control.paused) {
         await this.store.ackPause(this.workerId, control.epoch);
       } else if (control.generation === null || control.generation === this.lostGeneration) {
+        this.restoreWait = true;
         if (!warned) {
-          this.log.error("Redis has no mufold generation: projections were lost; run `mufold replay --promote` to restore them");
+          this.log.error("Redis has no usable mufold generation: projections were lost; run `mufold replay --promote` to restore them", { generation: control.generation });
           warned = true;
         }
       } else {
+        assertReducerVersion(control.generation, control.reducerVersion, this.settings.reducerVersion);
+        this.restoreWait = false;
         if (control.generation !== this.generation) {
           this.log.info("generation changed", { from: this.generation, to: control.generation });
           this.applier.clear();
@@ -184,9 +286,14 @@ export class FoldWorker {
         return control.generation;
       }
       if (!ctx.stillOwned() || this.stopping) throw new MufoldError("batch abandoned while waiting", { retriable: true });
-      await ctx.heartbeat();
+      await heartbeatOrYield(ctx);
       await sleep(POLL_MS);
     }
+  }
+
+  private redisAnswered(): void {
+    const ms = this.outages.recovered("redis");
+    if (ms > 0) this.log.warn("Redis reachable again; folding resumes", { outageSeconds: Math.round(ms / 1000) });
   }
 
   private async ackIfIdle(): Promise<void> {
@@ -214,11 +321,17 @@ export class FoldWorker {
     for (let attempt = 1; ; attempt++) {
       const generation = await this.awaitWritableGeneration(ctx);
       try {
+        // Refuse a partition whose log is not the one this generation folded, before writing anything.
+        await this.guard.check(generation, ctx.topic, ctx.partition, records, BigInt(ctx.highWatermark));
         const endApply = this.metrics?.applySeconds.startTimer();
         const stats = await this.applier.applyAll(generation, routed.identities);
         endApply?.();
         // Announced before the commit: a failure here retries the batch, which announces the skipped changes again.
         await this.feed?.publish(generation, stats.changes);
+        // Last, before the commit: the generation written is still the live one (Redis may have been emptied
+        // mid-batch: then nothing is committed, and the writes went to a number that is never reused).
+        await this.guard.seal(generation, ctx.topic, ctx.partition, BigInt(ctx.nextOffset));
+        this.redisAnswered();
         this.counters.applied += stats.applied;
         this.counters.duplicatesSkipped += stats.duplicatesSkipped;
         this.counters.casRetries += stats.casRetries;
@@ -229,34 +342,43 @@ export class FoldWorker {
         break;
       } catch (err) {
         this.applier.clear(); // whatever landed, the versions and watermarks in Redis tell on reload
-        if (err instanceof StateLostError) {
+        if (err instanceof StateLostError || (err instanceof GenerationMovedError && err.current === null)) {
           // Never rebuild on top of a partial loss: wait for a replay to be promoted.
           this.lostGeneration = generation;
-          this.log.error("identity state missing in Redis; waiting for `mufold replay --promote`", { error: err, generation });
+          this.log.error("identity state missing in Redis; waiting for `mufold replay --promote`", { error: errorText(err), generation });
+          continue;
+        }
+        if (err instanceof GenerationMovedError) {
+          this.log.warn("generation moved during the batch; applying it again to the live one", { generation, now: err.current });
           continue;
         }
         // A CROSSSLOT reply is a key-layout bug, not a passing fault: never retry it.
         const fatal = (err instanceof MufoldError && !err.retriable) || (err instanceof Error && err.message.startsWith("CROSSSLOT"));
-        if (fatal || attempt >= MAX_TRANSIENT_ATTEMPTS) throw err;
-        // Redis restarting or unreachable: the batch stays uncommitted; try again.
-        this.log.warn("apply failed; retrying the batch", { error: err, attempt });
+        if (fatal) throw err;
+        // Redis restarting or unreachable: the batch stays uncommitted; try again until the outage tolerance runs out.
+        this.outages.failed("redis", err);
+        this.log.warn("apply failed; retrying the batch", { error: errorText(err), attempt });
         if (!ctx.stillOwned() || this.stopping) throw err;
-        await ctx.heartbeat().catch(() => undefined);
+        await heartbeatOrYield(ctx);
         await sleep(Math.min(5_000, POLL_MS * attempt));
       }
     }
     if (routed.rejected.length > 0) {
-      const messages = routed.rejected.map((r) => dlqMessage(r.record, r.reason, r.detail));
+      const messages = dlqSendGroups(routed.rejected.map((r) => dlqMessage(r.record, r.reason, r.detail, this.dlqBudget)), this.dlqBudget);
       for (let attempt = 1; ; attempt++) {
         try {
-          await this.producer!.send(dlqTopic(this.settings.topic), messages);
+          for (const group of messages) await this.producer!.send(dlqTopic(this.settings.topic), group); // a retry may resend groups: DLQ delivery is at least once
+          this.outages.recovered("kafka");
           break;
         } catch (error) {
-          // The producer already retried; a broker restart can outlast that. The batch stays uncommitted meanwhile.
-          if (attempt >= 10 || !ctx.stillOwned() || this.stopping) throw error;
-          this.log.warn("dead-letter produce failed; retrying", { error, attempt });
-          await ctx.heartbeat().catch(() => undefined);
-          await sleep(1_000 * attempt);
+          // The producer already retried; a broker outage can outlast that. The batch stays uncommitted meanwhile.
+          // A record the broker refuses for good (too large, not authorized) is not an outage: give up at once.
+          if ((error as { retriable?: boolean }).retriable === false && !isConnectionError(error)) throw error;
+          this.outages.failed("kafka", error);
+          if (!ctx.stillOwned() || this.stopping) throw error;
+          this.log.warn("dead-letter produce failed; retrying", { error: errorText(error), attempt });
+          await heartbeatOrYield(ctx);
+          await sleep(Math.min(5_000, 500 * attempt));
         }
       }
       for (const r of routed.rejected) {
@@ -270,8 +392,7 @@ export class FoldWorker {
     if (this.metrics) {
       this.metrics.recordsConsumed.inc(records.length);
       this.metrics.identitiesCached.set(this.applier.cached);
-      const last = BigInt(records[records.length - 1]!.offset);
-      this.metrics.consumerLag.set({ partition: String(ctx.partition) }, Math.max(0, Number(BigInt(ctx.highWatermark) - last - 1n)));
+      this.metrics.consumerLag.set({ partition: String(ctx.partition) }, Math.max(0, Number(BigInt(ctx.highWatermark) - BigInt(ctx.nextOffset))));
       endBatch?.();
     }
   }

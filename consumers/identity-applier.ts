@@ -1,18 +1,19 @@
 /**
  * Applies accepted deliveries to identities in one generation: a cached model
- * per identity, one version-checked Redis call per identity per batch, and on
+ * per identity, one version-checked store call per identity per batch, and on
  * a stale version a reload that drops what is already applied before retrying.
- * Shared by the live fold and the replay, so both write the same bytes.
+ * Shared by the live fold and the replay, so both write the same bytes. It
+ * knows the store only as the IdentityStore port (Redis in production, memory
+ * in the unit tier).
  *
  * With the change feed on, every applied change also stores its packet digest
  * (meta `dig`) and is described in `ApplyStats.changes`, for the fold worker
  * to announce (consumers/change-feed.ts) before it commits the batch.
  */
 import type { ReducerContext } from "../src/core/index.js";
-import { StaleVersionError } from "../src/adapters/redis/errors.js";
-import type { RedisStore } from "../src/adapters/redis/store.js";
 import type { PartsView } from "../src/core/packet-parts.js";
 import { IdentityModel, packetProposals, type ChangeNote, type Delivery } from "../src/fold/identity-model.js";
+import { StaleVersionError, type IdentityStore } from "../src/fold/identity-store.js";
 import { changeFeedSettings } from "./change-feed.js";
 
 export interface IdentityBatch {
@@ -70,7 +71,7 @@ export class IdentityApplier {
   feed: boolean;
 
   constructor(
-    private readonly store: RedisStore,
+    private readonly store: IdentityStore,
     private readonly cacheSize: number,
     options: ApplierOptions = {},
   ) {

@@ -1,22 +1,35 @@
 /**
  * Replay: rebuild every projection from offset 0 into a new (shadow)
- * generation with a throwaway consumer, then verify it against the live one
- * and, with --promote, make it live (blue/green): pause the fold, catch up to
- * its committed positions, flip the generation pointer, resume.
+ * generation with a throwaway consumer group, then verify it against the live
+ * one and, with --promote, make it live (blue/green).
+ *
+ * - The shadow's number is new (never reused) and carries a build token; the
+ *   promote flips only if the token is still in the control hash, so a Redis
+ *   that lost everything mid-replay is never promoted from a partial rebuild.
+ * - --verify compares the same prefix of the log on both sides: the rebuild
+ *   reads up to the live generation's marks (what the fold has sealed), under
+ *   a fleet pause so they hold still, and anything it cannot compare fails.
+ * - --promote pauses the fleet with a lease this process renews, catches up to
+ *   the group's committed offsets and the live marks, and flips atomically.
+ *   A crash lets the lease run out; SIGINT/SIGTERM release it at once.
+ * - Every wait has a deadline; a crashed consumer ends the replay with its cause.
  */
 import { randomBytes } from "node:crypto";
 import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
-import { GroupConsumer } from "../src/adapters/kafka/consumer.js";
 import { assertInfiniteRetention, groupOffsets, partitionOffsets } from "../src/adapters/kafka/topics.js";
 import { connectRedis, redisClientSettings } from "../src/adapters/redis/connect.js";
-import { loadFunctions } from "../src/adapters/redis/functions.js";
+import { assertFunctionsLoaded } from "../src/adapters/redis/functions.js";
 import { RedisStore } from "../src/adapters/redis/store.js";
 import type { Settings } from "../src/config.js";
 import { MufoldError } from "../src/errors.js";
 import type { Logger } from "../src/log.js";
 import { routeRecords } from "./batch-router.js";
+import { FleetPause } from "./fleet-pause.js";
 import { IdentityApplier } from "./identity-applier.js";
-import { verifyGenerations, type VerifyReport } from "./verify.js";
+import { LogReader } from "./log-reader.js";
+import { PartitionGuard, partitionField } from "./partition-guard.js";
+import { failedReport, verifyGenerations, type VerifyFailure, type VerifyReport } from "./verify.js";
+import { AbortedError, sleepUnlessAborted, waitFor } from "./waiting.js";
 
 export interface ReplayOptions {
   verify: boolean;
@@ -26,6 +39,12 @@ export interface ReplayOptions {
   /** Seconds to keep the old generation readable after a promote. */
   dropAfterSeconds?: number;
   pauseTimeoutSeconds?: number;
+  /** Seconds without progress after which a wait fails (default: the outage tolerance, at least 60). */
+  stallSeconds?: number;
+  /** Promote a generation whose reducer version differs from the live one's (an upgrade or a rollback). */
+  changeReducerVersion?: boolean;
+  /** Aborts the replay (SIGINT/SIGTERM): the pause is released and the shadow dropped. */
+  signal?: AbortSignal;
   onProgress?(p: { consumed: number; total: number; elapsedSeconds: number }): void;
 }
 
@@ -41,34 +60,65 @@ export interface ReplaySummary {
   seconds: number;
   recordsPerSecond: number;
   verify: VerifyReport | null;
+  /** --verify only: true when every identity was compared and found byte-equal. */
+  verified: boolean | null;
+  /** Identities not proven equal by --verify: differing bytes, or not comparable. */
   mismatches: number;
   promoted: boolean;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function runReplay(settings: Settings, options: ReplayOptions, log: Logger): Promise<ReplaySummary> {
   const kafka = createKafka(kafkaClientSettings(settings, "-replay"));
   const redis = connectRedis(redisClientSettings(settings));
   const store = new RedisStore(redis, settings.prefix);
   const admin = kafka.admin();
-  await admin.connect();
   const started = Date.now();
-  let consumer: GroupConsumer | undefined;
+  const signal = options.signal;
+  const stallSeconds = options.stallSeconds ?? Math.max(60, settings.outageToleranceSeconds);
   const groupId = `${settings.group}.replay.${randomBytes(4).toString("hex")}`;
+  const token = randomBytes(8).toString("hex");
+  let reader: LogReader | undefined;
+  let pause: FleetPause | undefined;
+  let rebuilt: number | undefined;
+  let promoted = false;
   try {
+    await admin.connect();
+    if (!(await admin.listTopics()).includes(settings.topic)) {
+      throw new MufoldError(`topic ${settings.topic} does not exist on ${settings.brokers.join(",")}: nothing to replay (check --topic / MUFOLD_TOPIC)`);
+    }
     await assertInfiniteRetention(admin, settings.topic, settings.allowFiniteRetention);
-    await loadFunctions(redis);
-    const offsets = await partitionOffsets(admin, settings.topic);
-    const live = (await store.control()).generation;
-    const rebuilt = await store.allocateGeneration();
+    await assertFunctionsLoaded(redis);
+    const control = await store.control();
+    const live = control.generation;
+    if (options.promote && live !== null && control.reducerVersion !== null && control.reducerVersion !== settings.reducerVersion && !options.changeReducerVersion) {
+      throw new MufoldError(
+        `the live generation ${live} holds reducer_version ${control.reducerVersion}; promoting ${settings.reducerVersion} would leave running folds ` +
+          `on the old one. Stop the folds, run again with --change-reducer-version, then start the folds with MUFOLD_REDUCER_VERSION=${settings.reducerVersion} (docs/operations.md)`,
+      );
+    }
+    const comparable = live !== null && (control.reducerVersion === null || control.reducerVersion === settings.reducerVersion);
+    const ends = await partitionOffsets(admin, settings.topic);
+    const liveMarks = async () => markTargets(live === null ? new Map() : await store.generationFields(live, "mark"), settings.topic);
+    // Verify compares the prefix the live fold has sealed; a promote goes to the end of the log.
+    const targets = options.verify && comparable ? await liveMarks() : new Map(ends.map((e) => [e.partition, e.high]));
+    for (const e of ends) if (!targets.has(e.partition)) targets.set(e.partition, 0n);
+    // A log shorter than what the live generation folded was truncated or recreated: it cannot be compared.
+    const shorter: VerifyFailure[] = [];
+    for (const e of ends) {
+      if ((targets.get(e.partition) ?? 0n) <= e.high) continue;
+      shorter.push({ reason: "topic_origin_differs", detail: `partition ${e.partition} ends at ${e.high}, below the ${targets.get(e.partition)} the live generation folded (topic truncated or recreated)` });
+      targets.set(e.partition, e.high);
+    }
+    for (const p of [...targets.keys()]) if (!ends.some((e) => e.partition === p)) targets.delete(p);
+
+    rebuilt = await store.allocateGeneration(settings.reducerVersion, token);
+    const generation = rebuilt;
     const applier = new IdentityApplier(store, settings.cacheSize);
-    const target = new Map(offsets.map((o) => [o.partition, o.high]));
-    const position = new Map(offsets.map((o) => [o.partition, o.low]));
-    const total = offsets.reduce((a, o) => a + Number(o.high - o.low), 0);
+    const guard = new PartitionGuard(store, token);
+    const total = () => [...targets.values()].reduce((a, t) => a + Number(t), 0);
     const summary: ReplaySummary = {
       liveGeneration: live,
-      rebuiltGeneration: rebuilt,
+      rebuiltGeneration: generation,
       records: 0,
       deliveries: 0,
       duplicatesSkipped: 0,
@@ -78,94 +128,136 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
       seconds: 0,
       recordsPerSecond: 0,
       verify: null,
+      verified: null,
       mismatches: 0,
       promoted: false,
     };
-    const reached = () => [...target].every(([p, t]) => (position.get(p) ?? 0n) >= t);
-    log.info("replay started", { rebuilt, live, records: total, group: groupId });
+    log.info("replay started", { rebuilt: generation, live, group: groupId, verify: options.verify, promote: options.promote });
 
-    consumer = await GroupConsumer.start(kafka, {
-      groupId,
+    reader = await LogReader.start(kafka, {
       topic: settings.topic,
-      fromBeginning: true,
-      onBatch: async (records, ctx) => {
-        const limit = target.get(ctx.partition) ?? 0n;
-        const wanted = records.filter((r) => BigInt(r.offset) < limit);
-        if (wanted.length === 0) return;
-        const routed = routeRecords(wanted, { reducerVersion: settings.reducerVersion, maxValueBytes: settings.maxValueBytes });
-        const stats = await applier.applyAll(rebuilt, routed.identities);
-        summary.records += wanted.length;
+      groupId,
+      targets,
+      log,
+      handle: async (records, ctx) => {
+        await guard.check(generation, ctx.topic, ctx.partition, records, BigInt(ctx.highWatermark));
+        const routed = routeRecords(records, { reducerVersion: settings.reducerVersion, maxValueBytes: settings.maxValueBytes });
+        const stats = await applier.applyAll(generation, routed.identities);
+        summary.records += records.length;
         summary.deliveries += stats.applied;
         summary.duplicatesSkipped += stats.duplicatesSkipped;
         summary.dlq += routed.rejected.length;
         for (const r of routed.rejected) summary.dlqByReason[r.reason] = (summary.dlqByReason[r.reason] ?? 0) + 1;
-        position.set(ctx.partition, BigInt(wanted[wanted.length - 1]!.offset) + 1n);
-        options.onProgress?.({ consumed: summary.records, total, elapsedSeconds: (Date.now() - started) / 1000 });
+        options.onProgress?.({ consumed: summary.records, total: total(), elapsedSeconds: (Date.now() - started) / 1000 });
       },
-      onCrash: (error) => log.error("replay consumer crashed", { error }),
     });
-    while (!reached()) await sleep(50);
+    const readAll = async (what: string) => {
+      const r = reader!;
+      await waitFor(what, () => r.reached(), { progress: () => r.progress(), failure: () => r.failure(), stallSeconds, signal });
+    };
+    await readAll("replay");
 
-    if (options.promote) {
-      // Blue/green: hold the live fold still, catch up to its committed positions, flip.
-      const control = await store.control();
-      const epoch = control.epoch + 1;
-      await store.setControl({ paused: true, epoch });
-      try {
-        await waitForPauseAcks(admin, store, settings.group, epoch, options.pauseTimeoutSeconds ?? 120);
-        const committed = await groupOffsets(admin, settings.group, settings.topic);
-        for (const [p, c] of committed) if (c > (target.get(p) ?? 0n)) target.set(p, c);
-        while (!reached()) await sleep(50);
-        if (options.verify && live !== null) summary.verify = await verifyGenerations(store, live, rebuilt);
-        await store.setControl({ generation: rebuilt, paused: false });
-        summary.promoted = true;
-      } catch (err) {
-        await store.setControl({ paused: false });
-        throw err;
+    if (options.verify || options.promote) {
+      // Hold the live fold still (a lease: if this process dies, the folds resume by themselves).
+      pause = await FleetPause.take(store, settings.pauseLeaseSeconds, log);
+      await pause.awaitAcks(admin, settings.group, options.pauseTimeoutSeconds ?? 120, signal);
+      if (options.verify) {
+        if (!comparable) {
+          summary.verify = failedReport(
+            live === null
+              ? { reason: "no_live_generation", detail: "there is no live generation to compare with (nothing folded yet, or Redis lost it)" }
+              : { reason: "reducer_version_differs", detail: `the live generation holds reducer_version ${control.reducerVersion}, the rebuild ${settings.reducerVersion}` },
+          );
+        } else {
+          const marks = await liveMarks();
+          for (const e of await partitionOffsets(admin, settings.topic)) if ((marks.get(e.partition) ?? 0n) > e.high) marks.set(e.partition, e.high);
+          await reader.raiseTargets(marks);
+          await readAll("replay (catching up to the live marks)");
+          summary.verify = await verifyGenerations(store, live!, generation);
+          if (shorter.length > 0) summary.verify = { ...summary.verify, ok: false, failures: [...shorter, ...summary.verify.failures] };
+        }
+        summary.verified = summary.verify.ok;
+        summary.mismatches = summary.verify.mismatches + summary.verify.notComparable + (summary.verify.ok || summary.verify.identities > 0 ? 0 : 1);
       }
-    } else if (options.verify && live !== null) {
-      summary.verify = await verifyGenerations(store, live, rebuilt);
+      // A failed comparison with a live generation never promotes; with none, the promote is the restore.
+      if (options.promote && (summary.verified !== false || live === null || !comparable)) {
+        // Everything the live fold has folded or committed, capped at the log's end (a recreated or
+        // truncated topic can leave marks and offsets past it).
+        const committed = await groupOffsets(admin, settings.group, settings.topic);
+        const marks = await liveMarks();
+        const catchUp = new Map<number, bigint>();
+        for (const e of await partitionOffsets(admin, settings.topic)) {
+          const want = maxOf(marks.get(e.partition), committed.get(e.partition), targets.get(e.partition));
+          catchUp.set(e.partition, want < e.high ? want : e.high);
+        }
+        await reader.raiseTargets(catchUp);
+        await readAll("replay (catching up to the live fold)");
+        await store.seal(generation, token, sealMarks(settings.topic, reader.positionsNow()));
+        await store.promote(generation, token, pause.epoch);
+        promoted = summary.promoted = true;
+        log.info("promoted", { generation, previous: live });
+      }
+      await pause.release();
+      pause = undefined;
     }
-    await consumer.stop();
-    consumer = undefined;
+    await reader.stop();
+    reader = undefined;
     await admin.deleteGroups([groupId]).catch(() => undefined);
 
-    summary.identities = (await store.listIdentities(rebuilt)).length;
-    summary.mismatches = summary.verify?.mismatches ?? 0;
+    summary.identities = (await store.listIdentities(generation)).length;
     summary.seconds = (Date.now() - started) / 1000;
     summary.recordsPerSecond = summary.seconds > 0 ? Math.round(summary.records / summary.seconds) : summary.records;
-    if (summary.promoted && live !== null && live !== rebuilt) {
-      const delay = options.dropAfterSeconds ?? 5;
-      await sleep(delay * 1000); // readers mid-read of the old generation finish first
-      await store.dropGeneration(live);
-      await store.dropChanges(live);
-    } else if (!summary.promoted && !options.keepShadow) {
-      await store.dropGeneration(rebuilt);
-      await store.dropChanges(rebuilt);
+    if (promoted) {
+      await sleepUnlessAborted((options.dropAfterSeconds ?? 5) * 1000, signal).catch(() => undefined); // readers mid-read of the old generation finish first
+      await dropOldGenerations(store, generation, log);
+    } else if (!options.keepShadow) {
+      await dropShadow(store, generation);
     }
-    log.info("replay finished", { ...summary, verify: undefined, mismatches: summary.mismatches });
+    log.info("replay finished", { ...summary, verify: undefined });
     return summary;
+  } catch (err) {
+    if (rebuilt !== undefined && !promoted) await dropShadow(store, rebuilt).catch(() => undefined);
+    throw err instanceof AbortedError ? new AbortedError("replay stopped by a signal: the fleet pause was released and the shadow generation dropped") : err;
   } finally {
-    await consumer?.stop().catch(() => undefined);
+    await pause?.release();
+    await reader?.stop().catch(() => undefined);
     await admin.disconnect().catch(() => undefined);
     await redis.quit().catch(() => undefined);
   }
 }
 
-/** Wait until every live member of the fold group has acknowledged the pause epoch. */
-async function waitForPauseAcks(
-  admin: { describeGroups(ids: string[]): Promise<{ groups: { members: unknown[] }[] }> },
-  store: RedisStore,
-  group: string,
-  epoch: number,
-  timeoutSeconds: number,
-): Promise<void> {
-  const deadline = Date.now() + timeoutSeconds * 1000;
-  for (;;) {
-    const members = (await admin.describeGroups([group])).groups[0]?.members.length ?? 0;
-    const acks = Object.values(await store.pauseAcks()).filter((e) => Number(e) === epoch).length;
-    if (acks >= members) return;
-    if (Date.now() > deadline) throw new MufoldError(`only ${acks} of ${members} fold workers paused within ${timeoutSeconds}s; not promoting`);
-    await sleep(200);
+function maxOf(...values: (bigint | undefined)[]): bigint {
+  let out = 0n;
+  for (const v of values) if (v !== undefined && v > out) out = v;
+  return out;
+}
+
+/** Marks of the control hash (`<topic>:<partition>` → next offset) as per-partition targets of one topic. */
+function markTargets(marks: ReadonlyMap<string, string>, topic: string): Map<number, bigint> {
+  const out = new Map<number, bigint>();
+  for (const [field, next] of marks) {
+    const at = field.lastIndexOf(":");
+    if (field.slice(0, at) === topic) out.set(Number(field.slice(at + 1)), BigInt(next));
+  }
+  return out;
+}
+
+function sealMarks(topic: string, positions: ReadonlyMap<number, bigint>): Map<string, bigint> {
+  return new Map([...positions].map(([p, next]) => [partitionField(topic, p), next]));
+}
+
+async function dropShadow(store: RedisStore, generation: number): Promise<void> {
+  await store.dropGeneration(generation);
+  await store.dropChanges(generation);
+}
+
+/** After a promote: drop every other generation that is not being built (the old live one, and any orphaned by a loss). */
+async function dropOldGenerations(store: RedisStore, keep: number, log: Logger): Promise<void> {
+  const building = await store.buildingGenerations();
+  for (const g of await store.indexedGenerations()) {
+    if (g === keep || building.has(g)) continue;
+    await store.dropGeneration(g);
+    await store.dropChanges(g);
+    log.info("dropped generation", { generation: g });
   }
 }

@@ -6,7 +6,7 @@
 import { ObservationValidationError, PyJsonDecodeError, parsePyJson, validateObservation, type PyValue } from "../src/core/index.js";
 import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
 import { ReliableProducer, type OutMessage } from "../src/adapters/kafka/producer.js";
-import { ensureTopics } from "../src/adapters/kafka/topics.js";
+import { ensureTopics, topicSpec } from "../src/adapters/kafka/topics.js";
 import type { Settings } from "../src/config.js";
 import { dlqTopic } from "../consumers/dlq.js";
 import { observationMessage } from "./observation-message.js";
@@ -67,10 +67,7 @@ export async function openSender(settings: Settings): Promise<{ send(messages: r
   const admin = kafka.admin();
   await admin.connect();
   try {
-    await ensureTopics(admin, [
-      { topic: settings.topic, partitions: settings.partitions },
-      { topic: dlqTopic(settings.topic), partitions: settings.partitions },
-    ]);
+    await ensureTopics(admin, [topicSpec(settings, settings.topic), topicSpec(settings, dlqTopic(settings.topic))]);
   } finally {
     await admin.disconnect();
   }

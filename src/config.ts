@@ -13,7 +13,7 @@ import { readFileSync } from "node:fs";
 import { inspect } from "node:util";
 import { z } from "zod";
 import { MufoldError } from "./errors.js";
-import { isClusterUrl, parseClusterUrl } from "./adapters/redis/connect.js";
+import { isClusterUrl, parseClusterUrl, redactRedisUrl } from "./adapters/redis/connect.js";
 
 const OPAQUE_REF = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/;
 
@@ -35,9 +35,11 @@ export const SETTINGS = {
   prefix: { env: "MUFOLD_PREFIX", flag: "prefix", default: "mufold", help: "Redis key prefix" },
   reducerVersion: { env: "MUFOLD_REDUCER_VERSION", flag: "reducer-version", default: "memory_utility_reducer_v0", help: "reducer_version of the projections" },
   partitions: { env: "MUFOLD_PARTITIONS", flag: "partitions", default: "12", help: "partitions when mufold creates the topic" },
+  replicationFactor: { env: "MUFOLD_REPLICATION_FACTOR", flag: "replication-factor", default: "broker", help: "replication factor when mufold creates a topic: broker (the broker's default.replication.factor) or a number from 1; with 3, give the topics min.insync.replicas=2 (docs/operations.md)" },
   cacheSize: { env: "MUFOLD_CACHE_SIZE", flag: "cache-size", default: "10000", help: "identities a worker keeps in memory" },
   maxValueBytes: { env: "MUFOLD_MAX_VALUE_BYTES", flag: "max-value-bytes", default: "65536", help: "larger record values go to the DLQ" },
   allowFiniteRetention: { env: "MUFOLD_ALLOW_FINITE_RETENTION", flag: "allow-finite-retention", default: "false", boolean: true, help: "run on a topic that deletes records" },
+  allowEvictingPolicy: { env: "MUFOLD_ALLOW_EVICTING_POLICY", flag: "allow-evicting-policy", default: "false", boolean: true, help: "fold even when Redis may evict mufold's keys (maxmemory-policy allkeys-*): evicted projection state is lost without an error" },
   clientId: { env: "MUFOLD_CLIENT_ID", flag: "client-id", default: "mufold", help: "Kafka client id" },
   kafkaTls: { env: "KAFKA_TLS", flag: "kafka-tls", default: "false", boolean: true, help: "connect to the Kafka brokers over TLS" },
   kafkaTlsCa: { env: "KAFKA_TLS_CA", flag: "kafka-tls-ca", default: "", help: "PEM file of the CA certificate(s) of the brokers (default: Node's trusted CAs); needs --kafka-tls" },
@@ -47,6 +49,11 @@ export const SETTINGS = {
   kafkaSaslPasswordFile: { env: "KAFKA_SASL_PASSWORD_FILE", flag: "kafka-sasl-password-file", default: "", help: "file whose content is the Kafka SASL password" },
   redisTlsCa: { env: "REDIS_TLS_CA", flag: "redis-tls-ca", default: "", help: "PEM file of the CA certificate(s) of Redis (needs a rediss:// or rediss+cluster:// URL)" },
   redisPasswordFile: { env: "REDIS_PASSWORD_FILE", flag: "redis-password-file", default: "", help: "file whose content is the Redis password (instead of one in REDIS_URL)" },
+  sessionTimeoutMs: { env: "MUFOLD_SESSION_TIMEOUT_MS", flag: "session-timeout-ms", default: "10000", help: "consumer group session timeout: a worker silent this long is replaced (broker bounds: group.min/max.session.timeout.ms)" },
+  heartbeatIntervalMs: { env: "MUFOLD_HEARTBEAT_INTERVAL_MS", flag: "heartbeat-interval-ms", default: "1000", help: "consumer group heartbeat interval (at most a third of the session timeout)" },
+  outageToleranceSeconds: { env: "MUFOLD_OUTAGE_TOLERANCE_SECONDS", flag: "outage-tolerance-seconds", default: "300", help: "how long the fold rides out Redis or Kafka being unreachable (holding its batch, not ready) before it exits" },
+  connectTimeoutMs: { env: "MUFOLD_CONNECT_TIMEOUT_MS", flag: "connect-timeout-ms", default: "10000", help: "how long a command waits for Redis or Kafka at start before it gives up with one line naming the endpoint" },
+  pauseLeaseSeconds: { env: "MUFOLD_PAUSE_LEASE_SECONDS", flag: "pause-lease-seconds", default: "30", help: "lease of a promote's fleet pause: if the replay stops renewing it (crash, kill), the folds resume after this" },
 } as const satisfies Record<string, SettingSpec>;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -112,9 +119,18 @@ const schema = z.object({
   prefix: z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, "letters, digits, _ . : - only"),
   reducerVersion: z.string().regex(OPAQUE_REF, "must be an opaque reference"),
   partitions: z.coerce.number().int().min(1).max(10_000),
+  // "broker" lets the broker apply its default.replication.factor (kafkajs sends -1; see topics.ts).
+  replicationFactor: z.string().transform((s, ctx): number | "broker" => {
+    const v = s.trim().toLowerCase();
+    if (v === "broker") return "broker";
+    if (/^\d{1,5}$/.test(v) && Number(v) >= 1 && Number(v) <= 32_767) return Number(v);
+    ctx.addIssue({ code: "custom", message: "must be broker (the broker's default.replication.factor) or an integer from 1 to 32767" });
+    return z.NEVER;
+  }),
   cacheSize: z.coerce.number().int().min(1),
   maxValueBytes: z.coerce.number().int().min(1024).max(16 * 1024 * 1024),
   allowFiniteRetention: bool,
+  allowEvictingPolicy: bool,
   clientId: z.string().min(1),
   kafkaTls: bool,
   kafkaTlsCa: optional,
@@ -128,6 +144,11 @@ const schema = z.object({
   kafkaSaslPasswordFile: optional,
   redisTlsCa: optional,
   redisPasswordFile: optional,
+  sessionTimeoutMs: z.coerce.number().int().min(1_000).max(3_600_000),
+  heartbeatIntervalMs: z.coerce.number().int().min(100).max(1_200_000),
+  outageToleranceSeconds: z.coerce.number().int().min(0).max(86_400),
+  connectTimeoutMs: z.coerce.number().int().min(100).max(600_000),
+  pauseLeaseSeconds: z.coerce.number().int().min(2).max(3_600),
 });
 
 type Parsed = z.infer<typeof schema>;
@@ -186,12 +207,9 @@ export function redisUrlParts(url: string): RedisUrlParts {
   return { tls: url.startsWith("rediss://"), cluster: false, username, password, redacted: parsed.toString() };
 }
 
-/** A URL for messages: user kept, password replaced. */
+/** A URL for messages: user kept, password replaced; parsed, so a password with `@`, `:` or `%` never shows (connect.ts). */
 export function redactUrl(url: string): string {
-  return url.replace(/^([a-z+]+:\/\/)([^@]*)@/i, (_m, scheme: string, auth: string) => {
-    const colon = auth.indexOf(":");
-    return colon < 0 ? `${scheme}${auth}@` : `${scheme}${auth.slice(0, colon)}:***@`;
-  });
+  return redactRedisUrl(url);
 }
 
 function shown(name: SettingName, raw: string | undefined): string {
@@ -299,6 +317,9 @@ function secure(p: Parsed, raw: Record<SettingName, string>): Settings {
   }
   if (url.username !== undefined && url.password === undefined && p.redisPasswordFile === undefined) {
     throw invalid("redisUrl", p.redisUrl, `has a user but no password: add it to the URL or set redisPasswordFile (${describeSetting("redisPasswordFile")})`);
+  }
+  if (p.heartbeatIntervalMs * 3 > p.sessionTimeoutMs) {
+    throw invalid("heartbeatIntervalMs", raw.heartbeatIntervalMs, `must be at most a third of sessionTimeoutMs (${describeSetting("sessionTimeoutMs")}) = ${p.sessionTimeoutMs}`);
   }
   const redisPassword = p.redisPasswordFile === undefined ? undefined : readPassword("redisPasswordFile", p.redisPasswordFile);
 

@@ -16,7 +16,11 @@ function binPath(): string {
   return `${root}/bin/mufold.js`;
 }
 
-/** Start `mufold fold` in its own process with these settings (in its environment). */
+/**
+ * Start `mufold fold` in its own process with these settings (in its environment).
+ * Run `ensureSetup(settings)` (what `mufold setup` does for Redis) once before:
+ * the worker only checks for the Redis functions and exits 2 without them.
+ */
 export function spawnFoldWorker(settings: Settings, extraEnv: Record<string, string> = {}): ChildProcess {
   return spawn(process.execPath, [binPath(), "fold"], {
     env: {

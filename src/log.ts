@@ -1,6 +1,6 @@
 /**
  * Structured JSON-lines logs on stderr, with levels (MUFOLD_LOG_LEVEL: debug,
- * info, warn, error, silent), on pino.
+ * info, warn, error, silent; anything else is refused), on pino.
  *
  * One line per event: `{"level":"info","time":"<ISO 8601>",<base fields>,<child fields>,<event fields>,"msg":"…"}`.
  * bigint values are written as decimal strings (Kafka offsets stay exact),
@@ -8,6 +8,7 @@
  * arrays; cycles become "[Circular]".
  */
 import { pino, type Logger as PinoLogger } from "pino";
+import { MufoldError } from "./errors.js";
 
 const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 } as const;
 export type LogLevel = keyof typeof LEVELS;
@@ -80,14 +81,33 @@ function wrap(p: PinoLogger): Logger {
   };
 }
 
-function resolveLevel(level: unknown): LogLevel {
-  return typeof level === "string" && Object.prototype.hasOwnProperty.call(LEVELS, level) ? (level as LogLevel) : "info";
+export const LOG_LEVELS = Object.keys(LEVELS) as LogLevel[];
+
+function isLevel(level: unknown): level is LogLevel {
+  return typeof level === "string" && Object.prototype.hasOwnProperty.call(LEVELS, level);
 }
 
-export function createLogger(base: Record<string, unknown> = {}, level: LogLevel = (process.env.MUFOLD_LOG_LEVEL as LogLevel) ?? "info"): Logger {
+/** MUFOLD_LOG_LEVEL, or "info" when unset; an unknown level is a MufoldError naming the variable. */
+export function logLevelFromEnv(env: NodeJS.ProcessEnv = process.env): LogLevel {
+  const raw = env.MUFOLD_LOG_LEVEL;
+  if (raw === undefined) return "info";
+  if (!isLevel(raw)) throw new MufoldError(`invalid MUFOLD_LOG_LEVEL = ${JSON.stringify(raw)}: must be one of ${LOG_LEVELS.join(", ")}`);
+  return raw;
+}
+
+/**
+ * One log line in the logger's shape, written whatever the level (a fatal
+ * error must be seen even with MUFOLD_LOG_LEVEL=silent).
+ */
+export function fatalLine(msg: string, fields: Record<string, unknown> = {}): string {
+  return JSON.stringify({ level: "fatal", time: new Date().toISOString(), ...loggableFields(fields), msg }) + "\n";
+}
+
+export function createLogger(base: Record<string, unknown> = {}, level: LogLevel = logLevelFromEnv()): Logger {
+  if (!isLevel(level)) throw new MufoldError(`invalid log level ${JSON.stringify(level)}: must be one of ${LOG_LEVELS.join(", ")}`);
   const root = pino(
     {
-      level: resolveLevel(level),
+      level,
       base: null,
       messageKey: "msg",
       timestamp: pino.stdTimeFunctions.isoTime,

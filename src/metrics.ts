@@ -39,6 +39,8 @@ export interface FoldMetrics {
   readonly consumerLag: Gauge<"partition">;
   /** `mufold_identities_cached`: identity models held in the worker's LRU cache. */
   readonly identitiesCached: Gauge;
+  /** `mufold_partitions_parked{topic,partition}`: 1 for each partition this worker holds at a batch it cannot decode. */
+  readonly partitionsParked: Gauge<"topic" | "partition">;
 }
 
 /** A fresh Registry, with Node's default process metrics unless turned off. */
@@ -107,6 +109,12 @@ export function createFoldMetrics(options: RegistryOptions & { registry?: Regist
     identitiesCached: new Gauge({
       name: "mufold_identities_cached",
       help: "Identity models held in the worker's in-memory LRU cache.",
+      registers,
+    }),
+    partitionsParked: new Gauge({
+      name: "mufold_partitions_parked",
+      help: "Partitions held at a record batch that cannot be decoded (corrupt payload, unknown codec): 1 per parked partition.",
+      labelNames: ["topic", "partition"] as const,
       registers,
     }),
   };

@@ -35,7 +35,7 @@ export class ProjectionReader {
   }
 
   async generation(): Promise<number> {
-    const { generation } = await this.store.control();
+    const generation = await this.store.liveGeneration();
     if (generation === null) throw new MufoldError("no mufold generation in Redis: nothing has been folded, or the state was lost (run `mufold replay --promote`)");
     return generation;
   }

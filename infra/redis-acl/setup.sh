@@ -10,6 +10,8 @@
 #   --cluster   add the rules a Redis Cluster client needs (run once per node: ACLs are per node)
 #   --print     print the ACL SETUSER lines instead of running them
 #
+# Then load the function libraries as the same admin: `mufold setup` (docs/security.md).
+#
 # The admin connection is redis-cli's: pass -h/-p/--user/--tls… after "--", and the admin
 # password in REDISCLI_AUTH (not on the command line). The Redis version decides whether
 # "+client|setinfo" (7.2+) is added.

@@ -21,19 +21,17 @@
  * An invalid configuration exits 2 with the error on stderr (naming the
  * setting, never a secret).
  */
-import { parseArgs } from "node:util";
 import { canonicalJson } from "../core/canonical-json.js";
 import { sha256Hex } from "../core/digest.js";
 import type { PyObject, PyValue } from "../core/pyvalue.js";
-import { SETTINGS, redisUrlParts, resolveSettingsWithSources, settingFlags, type ResolvedSettings, type SettingName, type SettingSource } from "../config.js";
-import { MufoldError } from "../errors.js";
+import { SETTINGS, redisUrlParts, resolveSettingsWithSources, type ResolvedSettings, type SettingName, type SettingSource } from "../config.js";
+import { redactRedisUrl } from "../adapters/redis/connect.js";
+import { logLevelFromEnv } from "../log.js";
+import { commandFlags } from "./command.js";
 import { writeOut } from "./io.js";
+import { CONFIG_EXPLAIN } from "./specs.js";
 
 export const RECEIPT_SCHEMA = "mufold_config_receipt_v0";
-
-const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"];
-
-export const CONFIG_USAGE = "  mufold config explain [setting flags]         the effective settings as a JSON receipt (no secrets) with a fingerprint\n";
 
 type Entry = { source: SettingSource; value: PyValue } | { source: SettingSource; present: boolean; redacted: true };
 
@@ -46,16 +44,24 @@ export function configReceipt(resolved: ResolvedSettings, env: NodeJS.ProcessEnv
   const presence = (name: string, present: boolean, source: SettingSource) => (entries[name] = { source, present, redacted: true });
 
   plain("brokers", [...s.brokers].sort());
-  plain("redisUrl", url.redacted);
+  // Parsed for display (redactRedisUrl): nothing before a stray '@' is shown.
+  plain("redisUrl", redactRedisUrl(s.redisUrl, { keepUser: false }));
   plain("topic", s.topic);
   plain("group", s.group);
   plain("prefix", s.prefix);
   plain("reducerVersion", s.reducerVersion);
   plain("partitions", s.partitions);
+  plain("replicationFactor", s.replicationFactor);
   plain("cacheSize", s.cacheSize);
   plain("maxValueBytes", s.maxValueBytes);
   plain("allowFiniteRetention", s.allowFiniteRetention);
+  plain("allowEvictingPolicy", s.allowEvictingPolicy);
   plain("clientId", s.clientId);
+  plain("sessionTimeoutMs", s.sessionTimeoutMs);
+  plain("heartbeatIntervalMs", s.heartbeatIntervalMs);
+  plain("outageToleranceSeconds", s.outageToleranceSeconds);
+  plain("connectTimeoutMs", s.connectTimeoutMs);
+  plain("pauseLeaseSeconds", s.pauseLeaseSeconds);
   plain("kafkaTls", s.kafkaTls);
   plain("kafkaTlsCa", s.kafkaTlsCa?.path ?? null);
   plain("kafkaSaslMechanism", s.kafkaSaslMechanism ?? null);
@@ -73,8 +79,7 @@ export function configReceipt(resolved: ResolvedSettings, env: NodeJS.ProcessEnv
   presence("redisUsername", url.username !== undefined, url.username !== undefined ? sources.redisUrl : "default");
   const redisPasswordSource: SettingSource = s.redisPassword !== undefined ? sources.redisPasswordFile : url.password !== undefined ? sources.redisUrl : "default";
   presence("redisPassword", s.redisPassword !== undefined || url.password !== undefined, redisPasswordSource);
-  const level = env.MUFOLD_LOG_LEVEL;
-  entries.logLevel = { source: level === undefined ? "default" : "env", value: level !== undefined && LOG_LEVELS.includes(level) ? level : "info" };
+  entries.logLevel = { source: env.MUFOLD_LOG_LEVEL === undefined ? "default" : "env", value: logLevelFromEnv(env) };
 
   const fingerprintInput: PyObject = { schema: RECEIPT_SCHEMA, settings: {} };
   const withSources: PyObject = {};
@@ -92,11 +97,10 @@ export function configReceiptJson(resolved: ResolvedSettings, env: NodeJS.Proces
 }
 
 /** `mufold config explain`: exit 0 with the receipt, or (through main's handler) exit 2 with the error. */
-export async function configCommand(args: string[]): Promise<number> {
-  const [sub, ...rest] = args;
-  if (sub !== "explain") throw new MufoldError(`unknown subcommand ${JSON.stringify(sub ?? "")}: use \`mufold config explain [setting flags]\``);
-  const { values } = parseArgs({ args: rest, options: settingFlags(), allowPositionals: false });
-  const resolved = resolveSettingsWithSources(values as Record<string, string | boolean | undefined>);
+export async function configExplainCommand(args: string[]): Promise<number> {
+  const values = await commandFlags(CONFIG_EXPLAIN, args);
+  if (values === undefined) return 0;
+  const resolved = resolveSettingsWithSources(values);
   await writeOut(configReceiptJson(resolved) + "\n");
   return 0;
 }

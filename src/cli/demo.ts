@@ -5,6 +5,7 @@
  * Exits 0 only if the replay found 0 mismatches.
  */
 import { connectRedis, redisClientSettings } from "../adapters/redis/connect.js";
+import { ensureSetup } from "../adapters/redis/functions.js";
 import { resolveSettings, type Settings } from "../config.js";
 import { spawnFoldWorker, waitForGroup } from "../fold-process.js";
 import { createLogger } from "../log.js";
@@ -12,10 +13,15 @@ import { ProjectionReader } from "../readback.js";
 import { runReplay } from "../../consumers/replay.js";
 import { runSimulation } from "./stream-commands.js";
 import { progressBar } from "./progress.js";
+import { commandFlags } from "./command.js";
+import { preflight } from "./preflight.js";
+import { DEMO } from "./specs.js";
 
-export async function demoCommand(_args: string[]): Promise<number> {
+export async function demoCommand(args: string[]): Promise<number> {
+  const values = await commandFlags(DEMO, args);
+  if (values === undefined) return 0;
   const run = Date.now().toString(36);
-  const base = resolveSettings({});
+  const base = resolveSettings(values);
   const settings: Settings = {
     ...base,
     topic: `mufold-demo.${run}`,
@@ -23,6 +29,9 @@ export async function demoCommand(_args: string[]): Promise<number> {
     prefix: `mufold-demo:${run}`,
   };
   const log = createLogger({ service: "mufold-demo" }, "warn");
+  await preflight(settings, { kafka: true, redis: true });
+  // What `mufold setup` does for Redis: the demo's folds and replay only check for the functions.
+  await ensureSetup(settings);
   process.stderr.write(`demo: topic ${settings.topic}, Redis prefix ${settings.prefix}\n`);
 
   const produced = await runSimulation(settings, {

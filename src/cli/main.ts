@@ -1,68 +1,117 @@
-/** The `mufold` command: dispatch to subcommands. */
-import { MufoldError } from "../errors.js";
-import { REWARD_MEMORY_USAGE, rewardMemory } from "./reward-memory.js";
-import { foldCommand, produceCommand, readCommand, replayCommand, simulateCommand } from "./stream-commands.js";
+/** The `mufold` command: dispatch to subcommands; every failure ends as one line and an exit code (fatal.ts). */
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { logLevelFromEnv } from "../log.js";
+import { UsageError } from "./args.js";
+import { configExplainCommand } from "./config-explain.js";
 import { demoCommand } from "./demo.js";
+import { reportFatal } from "./fatal.js";
+import { foldCommand } from "./fold.js";
+import { guardClosedPipes, writeOut } from "./io.js";
+import { readCommand } from "./read.js";
+import { REWARD_MEMORY_COMMANDS, REWARD_MEMORY_USAGE } from "./reward-memory.js";
 import { serveCommand } from "./serve.js";
-import { CONFIG_USAGE, configCommand } from "./config-explain.js";
+import { setupCommand } from "./setup.js";
+import { DEMO, FOLD, MAIN_USAGE, PRODUCE, READ, REPLAY, SERVE, SETUP, SIMULATE, CONFIG_EXPLAIN } from "./specs.js";
+import { produceCommand, replayCommand, simulateCommand } from "./stream-commands.js";
 
-const USAGE = `mufold — exact, reproducible memory utility projections
+type Command = (args: string[]) => Promise<number>;
 
-${REWARD_MEMORY_USAGE}
-  mufold produce --input FILE|- [--raw]        validate and send observations (JSON array or lines)
-  mufold simulate [--agents N --observations N --duplicate-rate R --conflict-rate R --seed S --rate R --malformed N]
-  mufold fold                                  join the consumer group and fold into Redis (SIGTERM stops cleanly)
-  mufold read (--identity ID | --agent A --project P --corpus C --surface S --retrieval R --policy P | --list) [--validate]
-  mufold replay [--verify] [--promote] [--keep-shadow]
-  mufold serve [--port 8080] [--host 127.0.0.1]   read-only HTTP API: /v1/projections, /v1/identities, /metrics, /healthz, /readyz
-  mufold demo                                  start Kafka + Redis, simulate, fold with two workers, replay --verify
-${CONFIG_USAGE}
-Settings (flag / environment): --brokers KAFKA_BROKERS, --redis-url REDIS_URL, --topic MUFOLD_TOPIC,
-  --group MUFOLD_GROUP, --prefix MUFOLD_PREFIX, --reducer-version MUFOLD_REDUCER_VERSION,
-  --partitions MUFOLD_PARTITIONS, --cache-size MUFOLD_CACHE_SIZE, --max-value-bytes MUFOLD_MAX_VALUE_BYTES,
-  --allow-finite-retention MUFOLD_ALLOW_FINITE_RETENTION, --client-id MUFOLD_CLIENT_ID
-Security (docs/security.md): --kafka-tls KAFKA_TLS, --kafka-tls-ca KAFKA_TLS_CA,
-  --kafka-sasl-mechanism KAFKA_SASL_MECHANISM, --kafka-sasl-username KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD,
-  --kafka-sasl-password-file KAFKA_SASL_PASSWORD_FILE, --redis-tls-ca REDIS_TLS_CA,
-  --redis-password-file REDIS_PASSWORD_FILE; Redis user and password go in REDIS_URL
-`;
-
-const STREAM_COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
+const COMMANDS: Record<string, Command> = {
   produce: produceCommand,
   simulate: simulateCommand,
   fold: foldCommand,
   read: readCommand,
   replay: replayCommand,
-  demo: demoCommand,
   serve: serveCommand,
-  config: configCommand,
+  setup: setupCommand,
+  demo: demoCommand,
 };
 
-export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  const stream = command === undefined ? undefined : STREAM_COMMANDS[command];
-  if (stream !== undefined) {
+/** Two-word commands: the group, its usage, its subcommands. */
+const GROUPS: Record<string, { usage: string; commands: Record<string, Command> }> = {
+  "reward-memory": { usage: REWARD_MEMORY_USAGE, commands: REWARD_MEMORY_COMMANDS },
+  config: { usage: CONFIG_EXPLAIN.usage, commands: { explain: configExplainCommand } },
+};
+
+/** `mufold help <command>`. */
+const USAGES: Record<string, string> = {
+  produce: PRODUCE.usage,
+  simulate: SIMULATE.usage,
+  fold: FOLD.usage,
+  read: READ.usage,
+  replay: REPLAY.usage,
+  serve: SERVE.usage,
+  setup: SETUP.usage,
+  demo: DEMO.usage,
+  config: CONFIG_EXPLAIN.usage,
+  "reward-memory": REWARD_MEMORY_USAGE,
+};
+
+/** Commands whose stderr is JSON log lines: their fatal error is one JSON line too. */
+const JSON_LOGGING = new Set(["fold", "serve", "replay", "setup"]);
+
+/** The version in package.json (found from src/cli or dist/src/cli). */
+export function packageVersion(): string {
+  for (let dir = dirname(fileURLToPath(import.meta.url)), i = 0; i < 5; dir = dirname(dir), i++) {
     try {
-      return await stream(rest);
-    } catch (err) {
-      if (err instanceof MufoldError || (err instanceof TypeError && (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS"))) {
-        process.stderr.write(`mufold ${command}: ${err.message}\n`);
-        return 2;
-      }
-      throw err;
+      const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { name?: string; version?: string };
+      if (pkg.name === "mufold" && typeof pkg.version === "string") return pkg.version;
+    } catch {
+      // not here: go up
     }
   }
-  switch (command) {
-    case "reward-memory":
-      return rewardMemory(rest);
-    case undefined:
-    case "help":
-    case "--help":
-    case "-h":
-      process.stdout.write(USAGE);
-      return command === undefined ? 2 : 0;
-    default:
-      process.stderr.write(`mufold: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
-      return 2;
+  return "unknown";
+}
+
+/** Resolve `argv` to a command to run, or to text to print. */
+function route(argv: string[]): { name: string; run: Command; args: string[] } | { print: string; to: "stdout" | "stderr"; code: number } | { error: UsageError } {
+  const [first, second, ...rest] = argv;
+  if (first === undefined) return { print: MAIN_USAGE, to: "stderr", code: 2 };
+  if (first === "--help" || first === "-h") return { print: MAIN_USAGE, to: "stdout", code: 0 };
+  if (first === "help") {
+    if (second === undefined) return { print: MAIN_USAGE, to: "stdout", code: 0 };
+    const usage = USAGES[second];
+    return usage === undefined ? { error: new UsageError(`no command ${JSON.stringify(second)}: mufold --help lists them`) } : { print: usage, to: "stdout", code: 0 };
+  }
+  if (first === "--version" || first === "-V") return { print: `${packageVersion()}\n`, to: "stdout", code: 0 };
+  const command = COMMANDS[first];
+  if (command !== undefined) return { name: first, run: command, args: argv.slice(1) };
+  const group = GROUPS[first];
+  if (group !== undefined) {
+    if (second === undefined) return { print: group.usage, to: "stderr", code: 2 };
+    if (second === "--help" || second === "-h") return { print: group.usage, to: "stdout", code: 0 };
+    const sub = group.commands[second];
+    if (sub === undefined) return { error: new UsageError(`unknown subcommand ${JSON.stringify(second)} of mufold ${first}: mufold ${first} --help lists them`) };
+    return { name: `${first} ${second}`, run: sub, args: rest };
+  }
+  if (first.startsWith("-")) return { error: new UsageError(`unknown option ${first}: mufold --help lists the commands`) };
+  return { error: new UsageError(`unknown command ${JSON.stringify(first)}: mufold --help lists the commands`) };
+}
+
+export async function main(argv: string[]): Promise<number> {
+  guardClosedPipes();
+  const target = route(argv);
+  if ("print" in target) {
+    try {
+      await writeOut(target.print, target.to === "stdout" ? process.stdout : process.stderr);
+    } catch (err) {
+      return reportFatal("", err, { json: false });
+    }
+    return target.code;
+  }
+  if ("error" in target) {
+    process.stderr.write(`mufold: ${target.error.message}\n`);
+    return 2;
+  }
+  const json = JSON_LOGGING.has(target.name);
+  let debug = false;
+  try {
+    // The reference CLI's commands ignore MUFOLD_LOG_LEVEL; mufold's own refuse an unknown one before any work.
+    if (!target.name.startsWith("reward-memory")) debug = logLevelFromEnv() === "debug";
+    return await target.run(target.args);
+  } catch (err) {
+    return reportFatal(target.name, err, { json, debug });
   }
 }

@@ -1,7 +1,8 @@
 /** `mufold reward-memory …`: the embedded reducer and the readback validator, no Kafka, no Redis. */
-import { parseArgs } from "node:util";
 import { canonicalJson, invalidRequest, parsePyJson, utilityProject, validateProjection, ContractError } from "../core/index.js";
-import { InputReadError, readInputText, writeOut } from "./io.js";
+import { commandFlags, stringFlag } from "./command.js";
+import { InputReadError, inputText, readInputBytes, readInputText, writeOut } from "./io.js";
+import { UTILITY_PROJECT, VALIDATE } from "./specs.js";
 
 export const REWARD_MEMORY_USAGE = `usage:
   mufold reward-memory utility-project --input FILE|- [--format json]
@@ -12,44 +13,62 @@ export const REWARD_MEMORY_USAGE = `usage:
       Run the fail-closed readback validator. Exit 0 valid, 1 invalid, 2 unusable input.
 `;
 
-async function utilityProjectCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { input: { type: "string" }, format: { type: "string", default: "json" } } });
-  if (values.format !== "json") {
-    await writeOut(invalidRequest(`unsupported --format ${values.format}; only json is available`).stdout + "\n");
-    return 2;
-  }
-  if (values.input === undefined) {
-    await writeOut(invalidRequest("--input FILE (or - for stdin) is required").stdout + "\n");
-    return 2;
-  }
+export interface CommandOutput {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+}
+
+/** What `utility-project` answers for the bytes of its input file, as the reference CLI does. */
+export function utilityProjectOutput(bytes: Uint8Array): CommandOutput {
   let text: string;
   try {
-    text = await readInputText(values.input);
+    text = inputText(bytes);
   } catch (err) {
-    if (err instanceof InputReadError) {
-      await writeOut(invalidRequest(err.message).stdout + "\n");
-      return 2;
-    }
+    if (err instanceof InputReadError) return { stdout: invalidRequest(err.message).stdout + "\n", stderr: "", exitCode: 2 };
     throw err;
   }
   const result = utilityProject(text);
-  if (result.crash !== undefined) {
-    await writeOut(`mufold: ${result.crash}\n`, process.stderr);
-    return result.exitCode;
+  if (result.crash !== undefined) return { stdout: "", stderr: `mufold: ${result.crash}\n`, exitCode: result.exitCode };
+  return { stdout: result.stdout + "\n", stderr: "", exitCode: result.exitCode };
+}
+
+async function utilityProjectCommand(args: string[]): Promise<number> {
+  const values = await commandFlags(UTILITY_PROJECT, args);
+  if (values === undefined) return 0;
+  const format = stringFlag(values, "format") ?? "json";
+  const input = stringFlag(values, "input");
+  if (format !== "json") {
+    await writeOut(invalidRequest(`unsupported --format ${format}; only json is available`).stdout + "\n");
+    return 2;
   }
-  await writeOut(result.stdout + "\n");
-  return result.exitCode;
+  if (input === undefined) {
+    await writeOut(invalidRequest("--input FILE (or - for stdin) is required").stdout + "\n");
+    return 2;
+  }
+  let out: CommandOutput;
+  try {
+    out = utilityProjectOutput(await readInputBytes(input));
+  } catch (err) {
+    if (!(err instanceof InputReadError)) throw err;
+    out = { stdout: invalidRequest(err.message).stdout + "\n", stderr: "", exitCode: 2 };
+  }
+  if (out.stderr !== "") await writeOut(out.stderr, process.stderr);
+  if (out.stdout !== "") await writeOut(out.stdout);
+  return out.exitCode;
 }
 
 async function validateCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { input: { type: "string" } } });
-  if (values.input === undefined) {
+  const values = await commandFlags(VALIDATE, args);
+  if (values === undefined) return 0;
+  const input = stringFlag(values, "input");
+  if (input === undefined) {
     await writeOut(canonicalJson({ valid: false, error: "--input FILE (or - for stdin) is required" }) + "\n");
     return 2;
   }
   let packet;
   try {
-    packet = parsePyJson(await readInputText(values.input));
+    packet = parsePyJson(await readInputText(input));
   } catch (err) {
     await writeOut(canonicalJson({ valid: false, error: (err as Error).message }) + "\n");
     return 2;
@@ -65,10 +84,8 @@ async function validateCommand(args: string[]): Promise<number> {
   }
 }
 
-export async function rewardMemory(args: string[]): Promise<number> {
-  const [sub, ...rest] = args;
-  if (sub === "utility-project" || sub === "utility-reduce") return utilityProjectCommand(rest);
-  if (sub === "validate") return validateCommand(rest);
-  process.stderr.write(REWARD_MEMORY_USAGE);
-  return 2;
-}
+export const REWARD_MEMORY_COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
+  "utility-project": utilityProjectCommand,
+  "utility-reduce": utilityProjectCommand,
+  validate: validateCommand,
+};

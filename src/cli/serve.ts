@@ -1,27 +1,24 @@
 /**
  * `mufold serve [--port 8080] [--host 127.0.0.1]`: the read-only HTTP API
  * (src/http/server.ts) over the live generation in Redis, with /metrics,
- * /healthz and /readyz (check "redis"). Runs until SIGTERM/SIGINT, then stops
- * accepting, lets in-flight requests finish and closes Redis.
+ * /healthz and /readyz (check "redis"). Starts while Redis is unreachable
+ * (not ready until it answers) but stops at once if Redis refuses the
+ * credentials. Runs until SIGTERM/SIGINT, then stops accepting, lets
+ * in-flight requests finish and closes Redis.
  */
-import { parseArgs } from "node:util";
-import { resolveSettings, settingFlags } from "../config.js";
+import { resolveSettings } from "../config.js";
 import { MufoldError } from "../errors.js";
 import { createLogger } from "../log.js";
 import { createRegistry } from "../metrics.js";
-import { connectRedis, redisClientSettings, type RedisClient } from "../adapters/redis/connect.js";
+import { RedisAuthError, connectRedis, isAuthFailure, redactRedisUrl, readerClientSettings, type RedisClient } from "../adapters/redis/connect.js";
 import { ProjectionReader } from "../readback.js";
 import { Readiness } from "../http/readiness.js";
 import { startHttpServer } from "../http/server.js";
+import { commandFlags } from "./command.js";
+import { SERVE } from "./specs.js";
+import { listenAddress } from "./values.js";
 
 const DEFAULT_PORT = 8080;
-const DEFAULT_HOST = "127.0.0.1";
-
-function parsePort(raw: string, source: string): number {
-  const port = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
-  if (!(port >= 0 && port <= 65535)) throw new MufoldError(`invalid ${source} = ${JSON.stringify(raw)}: must be a port number from 0 to 65535`);
-  return port;
-}
 
 /** Passes when the client is connected and Redis answers PING. */
 export function redisReadiness(redis: RedisClient): () => Promise<void> {
@@ -32,28 +29,37 @@ export function redisReadiness(redis: RedisClient): () => Promise<void> {
   };
 }
 
-export async function serveCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: { ...settingFlags(), port: { type: "string" }, host: { type: "string" } },
-    allowPositionals: false,
+/** Resolves when Redis refuses the credentials before the client was ever ready. */
+function credentialsRefused(redis: RedisClient, endpoint: string): Promise<RedisAuthError> {
+  return new Promise((resolve) => {
+    const onError = (err: Error) => {
+      if (!isAuthFailure(err)) return;
+      off();
+      resolve(new RedisAuthError(`Redis at ${endpoint} refused the credentials: ${err.message}`));
+    };
+    const off = () => {
+      redis.off("error", onError);
+      redis.off("node error", onError);
+      redis.off("ready", off);
+    };
+    redis.on("error", onError);
+    redis.on("node error", onError);
+    redis.once("ready", off);
   });
-  const settings = resolveSettings(values as Record<string, string | boolean | undefined>);
-  const port =
-    values.port !== undefined
-      ? parsePort(values.port, "--port")
-      : process.env.MUFOLD_HTTP_PORT !== undefined
-        ? parsePort(process.env.MUFOLD_HTTP_PORT, "MUFOLD_HTTP_PORT")
-        : DEFAULT_PORT;
-  const host = values.host ?? process.env.MUFOLD_HTTP_HOST ?? DEFAULT_HOST;
-  if (host.trim() === "") throw new MufoldError("invalid --host: empty");
+}
 
+export async function serveCommand(args: string[]): Promise<number> {
+  const values = await commandFlags(SERVE, args);
+  if (values === undefined) return 0;
+  const settings = resolveSettings(values);
+  const { port, host } = listenAddress(values, { port: "port", host: "host" }, DEFAULT_PORT)!;
   const log = createLogger({ service: "mufold" }).child({ component: "http" });
-  const redis = connectRedis(redisClientSettings(settings));
+  const redis = connectRedis(readerClientSettings(settings));
+  const refused = credentialsRefused(redis, redactRedisUrl(settings.redisUrl));
   // Without a listener ioredis prints every reconnect failure; log them, at most one line per 10 s.
   let lastRedisError = 0;
   redis.on("error", (error: unknown) => {
-    if (Date.now() - lastRedisError < 10_000) return;
+    if (isAuthFailure(error) || Date.now() - lastRedisError < 10_000) return;
     lastRedisError = Date.now();
     log.warn("Redis connection error", { error });
   });
@@ -81,21 +87,25 @@ export async function serveCommand(args: string[]): Promise<number> {
   log.info("serving", { host: server.host, port: server.port, prefix: settings.prefix });
 
   const http = server;
-  return new Promise<number>((resolve) => {
-    const onSignal = (signal: NodeJS.Signals) => {
+  return new Promise<number>((resolve, reject) => {
+    const shutdown = async () => {
       process.off("SIGTERM", onSignal);
       process.off("SIGINT", onSignal);
+      await http.close().catch((error) => log.warn("http close failed", { error }));
+      await redis.quit().catch(() => redis.disconnect());
+    };
+    const onSignal = (signal: NodeJS.Signals) => {
       log.info("stopping: finishing in-flight requests", { signal });
-      void http
-        .close()
-        .catch((error) => log.warn("http close failed", { error }))
-        .then(() => redis.quit().catch(() => redis.disconnect()))
-        .then(() => {
-          log.info("stopped");
-          resolve(0);
-        });
+      void shutdown().then(() => {
+        log.info("stopped");
+        resolve(0);
+      });
     };
     process.on("SIGTERM", onSignal);
     process.on("SIGINT", onSignal);
+    void refused.then((err) => {
+      redis.disconnect();
+      void shutdown().then(() => reject(err));
+    });
   });
 }

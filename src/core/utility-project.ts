@@ -38,7 +38,7 @@ function requestOf(source: PyObject): {
   previous: PyValue | null;
 } {
   const has = (k: string): boolean => Object.prototype.hasOwnProperty.call(source, k);
-  const missing = REQUIRED.filter((k) => !has(k));
+  const missing = pySorted(REQUIRED.filter((k) => !has(k))); // the reference sorts them
   const unexpected = pySorted(Object.keys(source).filter((k) => !ALLOWED.has(k)));
   if (missing.length) throw new RequestError("utility projection input is missing: " + missing.join(", "));
   if (unexpected.length) throw new RequestError("utility projection input contains unsupported fields: " + unexpected.join(", "));

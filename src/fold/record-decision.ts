@@ -66,7 +66,9 @@ export interface DecisionOptions {
   maxValueBytes: number;
 }
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM: a value that starts with a BOM keeps it, and the JSON parser refuses it
+// as the reference refuses such a file ("Unexpected UTF-8 BOM"): value_not_json.
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 function headerText(value: Buffer | string | (Buffer | string)[] | undefined): string | undefined {
   const one = Array.isArray(value) ? value[value.length - 1] : value;

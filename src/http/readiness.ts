@@ -9,7 +9,7 @@ export type ReadinessCheck = () => Promise<unknown>;
 export interface CheckResult {
   name: string;
   ok: boolean;
-  /** Why it failed (the error message, "returned false" or "timed out after N ms"). */
+  /** Why it failed (the error message, "returned false" or "timed out after N ms"): for the log, never for HTTP clients. */
   detail?: string;
   ms: number;
 }

@@ -23,7 +23,7 @@ import { MufoldError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { identityOf, type ProjectionReader } from "../readback.js";
 import { etagOf, ifNoneMatchHits } from "./etag.js";
-import { Readiness, type ReadinessCheck } from "./readiness.js";
+import { Readiness, type CheckResult, type ReadinessCheck } from "./readiness.js";
 
 export const IDENTITY_RE = /^mur_[0-9a-f]{64}$/;
 export const SCOPE_PARAMS = ["agent_id", "project_id", "corpus_id", "surface_id"] as const;
@@ -165,6 +165,17 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   const readiness = options.readiness instanceof Readiness ? options.readiness : new Readiness(options.readiness ?? {});
   const metrics = registry === undefined ? undefined : httpMetrics(registry);
 
+  let lastFailures = "[]";
+  /** Log why checks fail, once per change (probes come every few seconds). */
+  function logReadiness(results: CheckResult[]): void {
+    const failing = results.filter((r) => !r.ok).map((r) => ({ check: r.name, detail: r.detail ?? "failed" }));
+    const key = JSON.stringify(failing);
+    if (key === lastFailures) return;
+    lastFailures = key;
+    if (failing.length > 0) log?.warn("not ready", { failing });
+    else log?.info("ready");
+  }
+
   /** Settles like `call()`, or rejects once storeTimeoutMs has passed. */
   async function bounded<T>(what: string, call: () => Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
@@ -219,7 +230,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
 
     readyz: async () => {
       const { ready, results } = await readiness.run();
-      const checks = Object.fromEntries(results.map((r) => [r.name, r.ok ? "ok" : `failing: ${r.detail ?? "failed"}`]));
+      // Names and states only: why a check fails (error text of Redis, hosts…) goes to the log, not to clients.
+      const checks = Object.fromEntries(results.map((r) => [r.name, r.ok ? "ok" : "failing"]));
+      logReadiness(results);
       if (ready) return jsonReply(200, { status: "ready", checks });
       const failing = results.filter((r) => !r.ok).map((r) => r.name);
       return jsonReply(503, { error: `not ready: ${failing.join(", ")}`, reason: "not_ready", failing, checks });

@@ -1,23 +1,25 @@
 /**
  * The least-privilege Redis ACL roles of infra/redis-acl/roles.acl (shown in
- * docs/security.md), on the real Redis: the fold and a replay --promote run as
+ * docs/security.md), on the real Redis: after `mufold setup` as the default
+ * user (an admin) loaded the functions, the fold and a replay --promote run as
  * the fold user and produce exactly the reducer's packets; the reader user
- * reads them and cannot write anything; neither can leave the key prefix.
+ * reads them, without INFO, and cannot write anything; neither can leave the
+ * key prefix, and the fold user can neither load nor run Lua of its own.
  * Every test creates its own users (unique names) and deletes them after.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { Redis } from "ioredis";
 import { FoldWorker } from "../../consumers/fold-worker.js";
 import { runReplay } from "../../consumers/replay.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
-import { connectRedis, redisClientSettings, type RedisClient } from "../../src/adapters/redis/connect.js";
-import { APPLY_FUNCTION, librarySource } from "../../src/adapters/redis/functions.js";
+import { RedisAuthError, connectRedis, openRedis, readerClientSettings, redisClientSettings, type RedisClient } from "../../src/adapters/redis/connect.js";
+import { APPLY_FUNCTION, ensureSetup, librarySource } from "../../src/adapters/redis/functions.js";
 import { resolveSettings, type Settings } from "../../src/config.js";
 import { controlKey, identityKeys, indexKey } from "../../src/fold/keys.js";
 import { ProjectionReader } from "../../src/readback.js";
@@ -37,6 +39,7 @@ function roles(prefix: string): Record<string, string[]> {
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
+  vi.restoreAllMocks();
   while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
 });
 
@@ -96,6 +99,8 @@ async function aclEnv(): Promise<AclEnv> {
     await admin.call("ACL", "SETUSER", user, "reset", "on", `#${hash}`, ...r[role]!, ...extra);
   }
   cleanups.push(() => dropPrefix(base));
+  // `mufold setup` as the default user, the admin: the fold role cannot load the functions.
+  await ensureSetup(base);
   return env;
 }
 
@@ -131,24 +136,31 @@ describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
 
     // Replay --verify --promote as the fold user while the worker runs (it acknowledges the pause).
     const summary = await runReplay(fold, { verify: true, promote: true, dropAfterSeconds: 0 }, quietLog);
-    expect(summary).toMatchObject({ promoted: true, mismatches: 0, liveGeneration: 1, rebuiltGeneration: 2 });
+    expect(summary).toMatchObject({ promoted: true, mismatches: 0, verified: true });
+    // Generation numbers are never reused: the rebuild gets a new, higher one.
+    expect(summary.rebuiltGeneration).toBeGreaterThan(summary.liveGeneration!);
     expect(summary.verify?.compared).toBe(expected.size);
     await waitCaughtUp(fold);
     expect(comparePackets(await readAllPackets(read), expected)).toEqual({ missing: [], extra: [], different: [] });
     await worker.stop();
     cleanups.pop();
 
-    // The reader: the packet through ProjectionReader (HMGET control, FCALL_RO), the index (SSCAN).
-    const reader = connectRedis(read.redisUrl);
+    // The reader: the packet through ProjectionReader (HMGET control, FCALL_RO), the index (SSCAN),
+    // on a reader's connection (no INFO ready check: the role has no INFO). ioredis would warn on
+    // stderr if its ready check were refused.
+    const warned = vi.spyOn(console, "warn");
+    const reader = connectRedis(readerClientSettings(read));
     cleanups.push(() => reader.quit());
     const projections = new ProjectionReader(reader, base.prefix);
     const [identity, packet] = [...expected][0]!;
     expect(await projections.read(identity)).toBe(packet);
     expect((await projections.identities()).length).toBe(expected.size);
-    expect(await reader.hget(controlKey(base.prefix), "generation")).toBe("2");
+    expect(await reader.hget(controlKey(base.prefix), "generation")).toBe(String(summary.rebuiltGeneration));
+    expect(warned).not.toHaveBeenCalled();
 
-    // So far nothing was denied: the handshake (AUTH, INFO ready check, CLIENT SETINFO on 7.2+) and every command
-    // of the fold, the replay and the reader are in the roles.
+    // So far nothing was denied: the handshake (AUTH, the fold's INFO ready check, CLIENT SETINFO on 7.2+), the fold's
+    // start checks (FUNCTION LIST, INFO memory and persistence) and every command of the fold, the replay and the reader
+    // are in the roles.
     expect(await aclDenials(admin, [env.foldUser, env.readerUser])).toEqual([]);
 
     // Every write attempt of the reader fails with NOPERM, and changes nothing.
@@ -167,6 +179,9 @@ describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
       ["FLUSHALL", reader.flushall()],
       ["CONFIG SET", reader.call("CONFIG", "SET", "maxmemory", "1")],
       ["reading outside the prefix", reader.hget(`not-${base.prefix}:x`, "a")],
+      // INFO shows every tenant's key counts: not for readers.
+      ["INFO", reader.info()],
+      ["INFO keyspace", reader.info("keyspace")],
     ];
     for (const [what, attempt] of writes) expect(await denial(attempt), what).toMatch(/^NOPERM /);
 
@@ -184,9 +199,18 @@ describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
       ["FLUSHALL", writer.flushall()],
       ["CONFIG GET", writer.call("CONFIG", "GET", "requirepass")],
       ["ACL SETUSER", writer.call("ACL", "SETUSER", env.foldUser, "+@all")],
+      // No Lua of its own: only `mufold setup` (an admin) loads functions, so no spin loop can block Redis.
+      ["FUNCTION LOAD", writer.call("FUNCTION", "LOAD", "REPLACE", librarySource())],
+      ["FUNCTION LOAD of a spin loop", writer.call("FUNCTION", "LOAD", "#!lua name=spin\nredis.register_function('spin', function() while true do end end)")],
+      ["FUNCTION DELETE", writer.call("FUNCTION", "DELETE", "mufold_v1")],
+      ["FUNCTION FLUSH", writer.call("FUNCTION", "FLUSH")],
+      ["FUNCTION RESTORE", writer.call("FUNCTION", "RESTORE", "x")],
+      ["EVAL of a spin loop", writer.call("EVAL", "while true do end", "0")],
+      ["SCRIPT LOAD", writer.call("SCRIPT", "LOAD", "while true do end")],
     ];
     for (const [what, attempt] of escapes) expect(await denial(attempt), what).toMatch(/^NOPERM /);
     expect(await admin.exists(...outside, `not-${base.prefix}:x`)).toBe(0);
+    expect(((await admin.call("FUNCTION", "LIST", "LIBRARYNAME", "spin")) as unknown[]).length).toBe(0);
 
     // Nothing changed.
     expect(comparePackets(await readAllPackets(read), expected)).toEqual({ missing: [], extra: [], different: [] });
@@ -200,7 +224,7 @@ describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
     writeFileSync(file, `${env.readerPassword}\n`, { mode: 0o600 });
     const settings = resolveSettings({}, { REDIS_URL: env.urlFor(env.readerUser), REDIS_PASSWORD_FILE: file, MUFOLD_PREFIX: env.base.prefix });
     expect(settings.redisUrl).not.toContain(env.readerPassword);
-    const redis: RedisClient = connectRedis(redisClientSettings(settings));
+    const redis: RedisClient = connectRedis(readerClientSettings(settings));
     cleanups.push(() => redis.quit());
     expect(await redis.ping()).toBe("PONG");
     expect(await redis.hget(controlKey(env.base.prefix), "generation")).toBeNull();
@@ -208,10 +232,18 @@ describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
 
     // A wrong password fails at AUTH, and the error does not contain it.
     writeFileSync(file, "not-the-password\n");
-    const wrong = connectRedis(redisClientSettings(resolveSettings({}, { REDIS_URL: env.urlFor(env.readerUser), REDIS_PASSWORD_FILE: file })));
+    const wrongSettings = resolveSettings({}, { REDIS_URL: env.urlFor(env.readerUser), REDIS_PASSWORD_FILE: file });
+    const wrong = connectRedis(redisClientSettings(wrongSettings));
     cleanups.push(async () => wrong.disconnect());
     const message = await denial(wrong.ping());
     expect(message).toMatch(/WRONGPASS|invalid username-password/);
     expect(message).not.toContain("not-the-password");
+    // A reader's connection has no ready check, yet waiting for it still fails at AUTH (exit 2 for read and serve).
+    const refused = await openRedis(readerClientSettings(wrongSettings), 5_000).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(RedisAuthError);
+    expect((refused as Error).message).not.toContain("not-the-password");
   });
 });

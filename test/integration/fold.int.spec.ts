@@ -1,15 +1,19 @@
 import { createServer, type AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
+import kafkajs from "kafkajs";
+import type { Admin } from "kafkajs";
+import type { OutMessage } from "../../src/adapters/kafka/producer.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { FoldWorker } from "../../consumers/fold-worker.js";
 import { observationMessage } from "../../producers/observation-message.js";
-import { produce } from "../../producers/produce.js";
+import { openSender, produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { observationFingerprint, type Observation } from "../../src/core/index.js";
 import type { Settings } from "../../src/config.js";
 
+const { AssignerProtocol } = kafkajs;
 const cleanups: (() => Promise<unknown>)[] = [];
 
 function freePort(): Promise<number> {
@@ -39,6 +43,80 @@ async function startFold(settings: Settings): Promise<FoldWorker> {
 async function expectExact(settings: Settings, observations: Observation[]): Promise<void> {
   const diff = comparePackets(await readAllPackets(settings), expectedPackets(observations));
   expect(diff).toEqual({ missing: [], extra: [], different: [] });
+}
+
+async function groupAdmin(settings: Settings): Promise<Admin> {
+  const admin = createKafka({ brokers: settings.brokers, clientId: "mufold-test-watch" }).admin();
+  await admin.connect();
+  cleanups.push(() => admin.disconnect());
+  return admin;
+}
+
+/** The group as its coordinator sees it: state, and each member's assigned partitions of the topic. */
+async function groupView(admin: Admin, settings: Settings): Promise<{ state: string; members: Map<string, number[]> }> {
+  const { groups } = await admin.describeGroups([settings.group]);
+  const group = groups[0]!;
+  const members = new Map<string, number[]>();
+  for (const m of group.members) {
+    const assignment = m.memberAssignment.length > 0 ? AssignerProtocol.MemberAssignment.decode(m.memberAssignment) : null;
+    members.set(m.memberId, assignment?.assignment[settings.topic] ?? []);
+  }
+  return { state: group.state, members };
+}
+
+async function committedByPartition(admin: Admin, settings: Settings): Promise<Map<number, number>> {
+  const [topic] = await admin.fetchOffsets({ groupId: settings.group, topics: [settings.topic] });
+  return new Map((topic?.partitions ?? []).map((p) => [p.partition, Math.max(0, Number(p.offset))]));
+}
+const sum = (m: Map<number, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+const committedTotal = async (admin: Admin, settings: Settings) => sum(await committedByPartition(admin, settings));
+const logEnd = async (admin: Admin, settings: Settings) => (await admin.fetchTopicOffsets(settings.topic)).reduce((a, p) => a + Number(p.high), 0);
+
+/** Poll until `probe` returns a value (or fail after the timeout, naming the condition). */
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
+    await sleep(25);
+  }
+}
+
+/**
+ * Produce `messages` in order, topping the group's backlog (produced - committed) up to
+ * 3,000 records whenever it falls under 1,500, until stopped: the workers always have records
+ * left to fold (producing outpaces folding several times over, docs/benchmarks.md), so a kill
+ * or a rebalance lands mid-stream — which the tests assert rather than assume.
+ * `stop()` returns how many were produced.
+ */
+function keepBacklog(settings: Settings, admin: Admin, messages: OutMessage[]): { stop(): Promise<number> } {
+  let stopped = false;
+  let produced = 0;
+  const running = (async () => {
+    const sender = await openSender(settings);
+    try {
+      while (!stopped && produced < messages.length) {
+        const backlog = produced - (await committedTotal(admin, settings));
+        if (backlog >= 1_500) {
+          await sleep(25);
+          continue;
+        }
+        const n = Math.min(3_000 - backlog, messages.length - produced);
+        await sender.send(messages.slice(produced, produced + n));
+        produced += n;
+      }
+    } finally {
+      await sender.close();
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await running;
+      return produced;
+    },
+  };
 }
 
 describe("fold on a real broker and a real Redis", () => {
@@ -86,37 +164,81 @@ describe("fold on a real broker and a real Redis", () => {
   });
 
   it("a worker killed with SIGKILL mid-stream and restarted ends with the same packets", async () => {
-    const settings = testSettings();
+    const settings = testSettings({ partitions: 6 });
     cleanups.push(() => dropPrefix(settings));
-    const observations = workload(13, 30, 60);
-    await produce(settings, observations.map(observationMessage));
+    const observations = workload(13, 100, 300); // more than the rounds below fold: the backlog never runs dry
+    const admin = await groupAdmin(settings);
+    const feed = keepBacklog(settings, admin, observations.map(observationMessage));
+    cleanups.push(() => feed.stop());
+    let gone = new Set<string>(); // member ids of killed workers (the group keeps them until their session expires)
     for (let round = 0; round < 3; round++) {
+      const before = await committedTotal(admin, settings);
       const child = spawnWorker(settings);
-      await sleep(1500 + round * 700);
+      cleanups.push(async () => child.exitCode === null && child.signalCode === null && stopWorker(child, "SIGKILL"));
+      const joined = await waitFor(`round ${round}: the new worker alone in the group, holding partitions`, async () => {
+        const g = await groupView(admin, settings);
+        const ids = [...g.members.keys()];
+        return g.state === "Stable" && ids.length === 1 && !gone.has(ids[0]!) && g.members.get(ids[0]!)!.length > 0 ? g : undefined;
+      });
+      gone = new Set(joined.members.keys());
+      await waitFor(`round ${round}: the worker committed a batch`, async () => ((await committedTotal(admin, settings)) > before ? true : undefined));
       await stopWorker(child, "SIGKILL");
+      // Dead now, so these are final for this worker: it folded some records and left some unfolded.
+      const after = await committedTotal(admin, settings);
+      const end = await logEnd(admin, settings);
+      expect(after, `round ${round}: folded by the killed worker`).toBeGreaterThan(before);
+      expect(after, `round ${round}: left unfolded at the kill`).toBeLessThan(end);
     }
+    const produced = await feed.stop();
+    expect(produced).toBeLessThan(observations.length);
     const last = spawnWorker(settings);
     cleanups.push(() => stopWorker(last));
     await waitCaughtUp(settings, 180_000);
-    await expectExact(settings, observations);
+    await expectExact(settings, observations.slice(0, produced));
   });
 
   it("two workers with a rebalance in the middle reach the same packets", async () => {
     const settings = testSettings();
     cleanups.push(() => dropPrefix(settings));
-    const observations = workload(14, 20, 60);
-    const half = Math.floor(observations.length / 2);
-    await produce(settings, observations.slice(0, half).map(observationMessage));
+    const observations = workload(14, 100, 400);
+    const admin = await groupAdmin(settings);
+    const feed = keepBacklog(settings, admin, observations.map(observationMessage));
+    cleanups.push(() => feed.stop());
     const a = spawnWorker(settings);
     cleanups.push(() => stopWorker(a));
-    await sleep(1500);
+    const alone = await waitFor("a joined", async () => {
+      const g = await groupView(admin, settings);
+      return g.state === "Stable" && g.members.size === 1 ? g : undefined;
+    });
+    const aId = [...alone.members.keys()][0]!;
+    await waitFor("a committed a batch", async () => ((await committedTotal(admin, settings)) > 0 ? true : undefined));
+
     const b = spawnWorker(settings); // joins: the group rebalances while a is folding
     cleanups.push(() => stopWorker(b));
-    await produce(settings, observations.slice(half).map(observationMessage));
-    await sleep(1000);
+    const both = await waitFor("b joined and both hold partitions", async () => {
+      const g = await groupView(admin, settings);
+      return g.state === "Stable" && g.members.size === 2 && g.members.has(aId) && [...g.members.values()].every((p) => p.length > 0) ? g : undefined;
+    });
+    const bId = [...both.members.keys()].find((id) => id !== aId)!;
+    const atJoin = await committedByPartition(admin, settings);
+    expect(sum(atJoin), "records left unfolded when b joined").toBeLessThan(await logEnd(admin, settings));
+    const bPartitions = both.members.get(bId)!;
+    await waitFor("b folds its partitions", async () => {
+      const now = await committedByPartition(admin, settings);
+      return bPartitions.some((p) => (now.get(p) ?? 0) > (atJoin.get(p) ?? 0)) ? true : undefined;
+    });
+
+    const atLeave = await committedTotal(admin, settings);
+    expect(atLeave, "records left unfolded when a left").toBeLessThan(await logEnd(admin, settings));
     await stopWorker(a); // leaves: another rebalance
+    await waitFor("b alone holds every partition", async () => {
+      const g = await groupView(admin, settings);
+      return g.state === "Stable" && g.members.size === 1 && (g.members.get(bId)?.length ?? 0) === settings.partitions ? true : undefined;
+    });
+    const produced = await feed.stop();
+    expect(produced).toBeLessThan(observations.length);
     await waitCaughtUp(settings, 180_000);
-    await expectExact(settings, observations);
+    await expectExact(settings, observations.slice(0, produced));
   });
 
   it("records of one identity spread over every partition (a foreign partitioner) fold exactly", async () => {
@@ -183,7 +305,7 @@ describe("fold on a real broker and a real Redis", () => {
     expect(metrics).toMatch(new RegExp(`^mufold_conflicting_deliveries_total ${conflicting}$`, "m"));
     const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: "ready", checks: { redis: "ok", kafka: "ok", group: "ok" } });
+    expect(await ready.json()).toEqual({ status: "ready", checks: { redis: "ok", kafka: "ok", group: "ok", outage: "ok", parked: "ok" } });
     const [identity, packet] = [...expectedPackets(observations)][0]!;
     const res = await fetch(`http://127.0.0.1:${port}/v1/projections/${identity}`);
     expect(res.status).toBe(200);

@@ -13,7 +13,8 @@ import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { connectRedis, isCluster, masterNodes, parseClusterUrl } from "../../src/adapters/redis/connect.js";
-import { LIBRARY_NAME, loadFunctions } from "../../src/adapters/redis/functions.js";
+import { FunctionsMissingError } from "../../src/adapters/redis/errors.js";
+import { LIBRARY_NAME, ensureSetup, loadFunctions } from "../../src/adapters/redis/functions.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
 import { resolveSettings } from "../../src/config.js";
 import { identityKeys } from "../../src/fold/keys.js";
@@ -92,6 +93,7 @@ describe("Redis Cluster (3 masters, no replicas)", () => {
     const expected = expectedPackets(observations);
     expect(expected.size).toBeGreaterThan(20);
 
+    await ensureSetup(settings); // `mufold setup`: the fold only checks for the libraries
     await produce(settings, observations.map(observationMessage));
     const worker = await FoldWorker.start(settings, quietLog);
     cleanups.push(() => worker.stop());
@@ -139,11 +141,14 @@ describe("Redis Cluster (3 masters, no replicas)", () => {
     expect(verified.verify!.notComparable).toBe(0);
     expect(verified.mismatches).toBe(0);
 
-    // A master that lost the library (restart without persistence, FUNCTION FLUSH): the next read reloads it on every master.
+    // A master that lost the library (restart without persistence, FUNCTION FLUSH): reads there say to run
+    // `mufold setup` (nothing reloads Lua but setup), and after it every master has the library again.
     const [firstId] = [...expected.keys()];
     const firstOwner = await ownerOf(admin, identityKeys(settings.prefix, generation, firstId!)[0]!);
     const flushed = masters.find((n) => nodeName(n) === firstOwner)!;
     await flushed.function("FLUSH");
+    await expect(new ProjectionReader(client, settings.prefix).read(firstId!)).rejects.toBeInstanceOf(FunctionsMissingError);
+    await ensureSetup(settings);
     expect(await new ProjectionReader(client, settings.prefix).read(firstId!)).toBe(expected.get(firstId!));
     for (const node of masters) {
       const libs = (await node.function("LIST", "LIBRARYNAME", LIBRARY_NAME)) as unknown[];
@@ -172,7 +177,7 @@ describe("Redis Cluster (3 masters, no replicas)", () => {
     }
   });
 
-  it("after a master restarts empty, the same client reaches it again and reloads the library there", async () => {
+  it("after a master restarts empty, the same client reaches it again, and setup restores the library there", async () => {
     const settings = testSettings({ redisUrl: url });
     cleanups.push(() => dropClusterPrefix(settings));
     const client = connectRedis(url);
@@ -187,7 +192,11 @@ describe("Redis Cluster (3 masters, no replicas)", () => {
 
     await restartClusterNode(port);
 
-    // Reads route to the restarted master again (following MOVED, re-adding the node) and find the library reloaded.
+    // Reads route to the restarted master again (following MOVED, re-adding the node); it lost the library,
+    // which only `mufold setup` loads.
+    const victimId = ids[owners.indexOf(victim)]!;
+    await expect(store.read(1, victimId)).rejects.toBeInstanceOf(FunctionsMissingError);
+    await ensureSetup(settings);
     const reads = await Promise.all(ids.map((id) => store.read(1, id)));
     const metas = await Promise.all(ids.map((id) => store.meta(1, id)));
     expect(reads.every((r) => r === null)).toBe(true); // applied with no parts: no packet yet, but no error either

@@ -1439,3 +1439,35 @@ export function observationCase(opts: { validRate?: number } = {}): fc.Arbitrary
 export function observationText(opts: { validRate?: number } = {}): fc.Arbitrary<string> {
   return observationCase(opts).map((c) => c.text);
 }
+
+// ---------------------------------------------------------------------------
+// Byte order marks (cli-bom.ref.spec.ts): the same text as the bytes of a
+// file or a record value, with or without a UTF-8 BOM where a decoder might
+// drop it (at the start) or not (after whitespace, or a second one).
+// ---------------------------------------------------------------------------
+
+export const BOM_PLACEMENTS = ["none", "start", "twice", "after_space", "start_crlf"] as const;
+export type BomPlacement = (typeof BOM_PLACEMENTS)[number];
+
+export interface BomBytes {
+  placement: BomPlacement;
+  bytes: Buffer;
+}
+
+/** `text` as UTF-8 bytes, a BOM placed as named (start_crlf: a BOM and CRLF line ends). */
+export function placeBom(text: string, placement: BomPlacement): Buffer {
+  const bom = "\ufeff";
+  const body =
+    placement === "start" ? bom + text
+    : placement === "twice" ? bom + bom + text
+    : placement === "after_space" ? ` ${bom}${text}`
+    : placement === "start_crlf" ? bom + text.replace(/\n/g, "\r\n") + "\r\n"
+    : text;
+  return Buffer.from(body, "utf8");
+}
+
+/** Texts of `arb` as bytes: half with no BOM, half with one placed somewhere. */
+export function withBom(arb: fc.Arbitrary<string>): fc.Arbitrary<BomBytes> {
+  const placement = fc.oneof({ arbitrary: fc.constant<BomPlacement>("none"), weight: 4 }, { arbitrary: fc.constantFrom<BomPlacement>(...BOM_PLACEMENTS.slice(1)), weight: 4 });
+  return fc.tuple(arb, placement).map(([text, p]) => ({ placement: p, bytes: placeBom(text, p) }));
+}

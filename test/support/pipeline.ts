@@ -8,6 +8,7 @@ import type { ChildProcess } from "node:child_process";
 import { spawnFoldWorker, waitForGroup } from "../../src/fold-process.js";
 import { fileURLToPath } from "node:url";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
+import { ensureSetup } from "../../src/adapters/redis/functions.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
 import { resolveSettings, type Settings } from "../../src/config.js";
 import {
@@ -24,6 +25,12 @@ import { createLogger } from "../../src/log.js";
 import { ProjectionReader } from "../../src/readback.js";
 
 export const BIN = fileURLToPath(new URL("../../bin/mufold.js", import.meta.url));
+
+// The fold and the replay no longer load the Redis functions (`mufold setup` does, as an admin).
+// Tests start them with FoldWorker.start, runReplay and spawnWorker on the shared Redis: load
+// them once per test file, here, as the default user. Functions are server-wide, so this covers
+// every prefix and database of REDIS_URL; a test on another Redis (a cluster) calls ensureSetup itself.
+await ensureSetup(resolveSettings({}));
 
 export function testSettings(overrides: Partial<Settings> = {}): Settings {
   const id = randomBytes(4).toString("hex");
@@ -56,7 +63,8 @@ export function expectedPackets(deliveries: readonly Observation[], reducerVersi
 }
 
 export async function readAllPackets(settings: Settings): Promise<Map<string, string>> {
-  const redis = connectRedis(settings.redisUrl);
+  // A reader's connection: no INFO ready check, which the reader ACL role does not allow.
+  const redis = connectRedis({ url: settings.redisUrl, reader: true });
   try {
     const reader = new ProjectionReader(redis, settings.prefix);
     const out = new Map<string, string>();
@@ -81,7 +89,7 @@ export function spawnWorker(settings: Settings, extraEnv: Record<string, string>
 }
 
 export async function stopWorker(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
-  if (child.exitCode !== null) return child.exitCode;
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode; // already gone (a signal leaves exitCode null)
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   child.kill(signal);
   return exited;

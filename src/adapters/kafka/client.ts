@@ -3,24 +3,17 @@
  * folder). kafkajs is unmaintained since 2023; keeping it behind this adapter
  * keeps a switch of client cheap.
  */
-import zstd from "@mongodb-js/zstd";
 import kafkajs from "kafkajs";
 import type { Admin, Consumer, Kafka, KafkaConfig, Producer, SASLOptions } from "kafkajs";
 import type { ConnectionOptions } from "node:tls";
 import { MufoldError } from "../../errors.js";
+import { registerCodecs } from "./codecs.js";
 
-const { Kafka: KafkaClass, CompressionCodecs, CompressionTypes, logLevel } = kafkajs;
+const { Kafka: KafkaClass, CompressionTypes, logLevel } = kafkajs;
 
-let zstdRegistered = false;
-
-/** Register a zstd codec on a maintained binding that installs from the registry (prebuilt N-API). */
+/** Register every codec (codecs.ts), zstd included; the name is kept for its existing callers. */
 export function registerZstd(): void {
-  if (zstdRegistered) return;
-  CompressionCodecs[CompressionTypes.ZSTD] = () => ({
-    compress: async (encoder: { buffer: Buffer }) => zstd.compress(encoder.buffer),
-    decompress: async (buffer: Buffer) => zstd.decompress(buffer),
-  });
-  zstdRegistered = true;
+  registerCodecs();
 }
 
 export interface KafkaSettings {
@@ -80,8 +73,66 @@ export function kafkaConfig(settings: KafkaSettings): KafkaConfig {
 }
 
 export function createKafka(settings: KafkaSettings): Kafka {
-  registerZstd();
+  registerCodecs();
   return new KafkaClass(kafkaConfig(settings));
+}
+
+/** Kafka did not answer in time at start (a retry later may help). */
+export class KafkaUnavailableError extends MufoldError {
+  constructor(message: string) {
+    super(message, { retriable: true });
+  }
+}
+
+/** Kafka refused the SASL credentials (a retry will not help). */
+export class KafkaAuthError extends MufoldError {}
+
+function isSaslFailure(err: unknown): boolean {
+  for (let e = err; e instanceof Error; e = e.cause ?? (e as { originalError?: unknown }).originalError) {
+    if (e.name === "KafkaJSSASLAuthenticationError") return true;
+  }
+  return false;
+}
+
+/**
+ * An admin client that reached the brokers (connected and listed the topics)
+ * within `timeoutMs`, for the start of a command. It is a client of its own
+ * whose connection, authentication and request timeouts and retries fit in
+ * the deadline. Fails with one line naming the brokers: KafkaAuthError when
+ * SASL fails, KafkaUnavailableError otherwise (with the last connection error).
+ */
+export async function connectKafkaAdmin(settings: KafkaSettings, timeoutMs: number): Promise<Admin> {
+  let last: string | undefined;
+  const kafka = new KafkaClass({
+    ...kafkaConfig(settings),
+    connectionTimeout: timeoutMs,
+    authenticationTimeout: timeoutMs,
+    requestTimeout: timeoutMs,
+    retry: { retries: Math.ceil(timeoutMs / 500), initialRetryTime: 100, maxRetryTime: 500 },
+    logLevel: logLevel.ERROR,
+    logCreator: () => (entry) => {
+      const text = typeof entry.log.error === "string" ? entry.log.error : entry.log.message;
+      if (typeof text === "string") last = text.replace(/^Failed to connect to seed broker, trying another broker from the list: /, "");
+    },
+  });
+  const admin = kafka.admin();
+  const endpoint = settings.brokers.join(",");
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new KafkaUnavailableError(`cannot reach Kafka at ${endpoint} within ${timeoutMs} ms: ${last ?? "no answer"}`)), timeoutMs);
+  });
+  try {
+    await Promise.race([admin.connect().then(() => admin.listTopics()), deadline]);
+    return admin;
+  } catch (err) {
+    void admin.disconnect().catch(() => undefined);
+    if (err instanceof KafkaUnavailableError) throw err;
+    const message = err instanceof Error ? err.message : String(err);
+    if (isSaslFailure(err)) throw new KafkaAuthError(`Kafka at ${endpoint} refused the credentials: ${message}`);
+    throw new KafkaUnavailableError(`cannot reach Kafka at ${endpoint}: ${last ?? message}`);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export const Compression = { zstd: CompressionTypes.ZSTD } as const;

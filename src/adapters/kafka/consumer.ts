@@ -2,18 +2,37 @@
  * A consumer-group loop that hands each fetched batch to a handler and commits
  * the batch's offsets only after the handler resolves (after Redis has it).
  * A handler that throws leaves the offsets uncommitted: the batch is redelivered.
+ * A batch that cannot be decoded parks its partition (see codecs.ts): paused,
+ * its committed offset left at that batch, reported by `parked()` and `onPark`.
  */
-import type { Consumer, Kafka } from "kafkajs";
+import { createRequire } from "node:module";
+import type { Batch, Consumer, EachBatchPayload, Kafka } from "kafkajs";
 import type { SourceRecord } from "../../../consumers/dlq.js";
+import { undecodableReason } from "./codecs.js";
 
 export interface BatchContext {
   topic: string;
   partition: number;
   /** The partition's high watermark when the batch was fetched (for lag). */
   highWatermark: string;
+  /**
+   * The offset after the batch, control records (transaction markers) and
+   * aborted records included: what is committed once the handler resolves.
+   * A batch may hold only such records; the handler then gets no records.
+   */
+  nextOffset: string;
   heartbeat(): Promise<void>;
   /** False once the consumer is stopping or the partition was revoked. */
   stillOwned(): boolean;
+}
+
+/** A partition held at a batch that cannot be decoded (corrupt payload, unknown codec). */
+export interface ParkedPartition {
+  topic: string;
+  partition: number;
+  /** Where the undecodable batch starts: the group's committed offset stays at or before it. */
+  offset: string;
+  reason: string;
 }
 
 export interface GroupConsumerOptions {
@@ -21,9 +40,78 @@ export interface GroupConsumerOptions {
   topic: string;
   fromBeginning: boolean;
   onBatch(records: SourceRecord[], ctx: BatchContext): Promise<void>;
-  onCrash?(error: unknown): void;
+  /** The consumer stopped on an error; `restarting` when kafkajs starts it again (see restartOnFailure). */
+  onCrash?(error: unknown, restarting: boolean): void;
+  /** Whether kafkajs should restart the consumer after this error (default: kafkajs's, retriable errors only). */
+  restartOnFailure?(error: Error): Promise<boolean>;
+  /** The consumer joined the group (after a start, a rebalance or a restart). */
+  onJoin?(): void;
+  /** A partition was parked (once per parking; the other partitions keep going). */
+  onPark?(parked: ParkedPartition): void;
+  /** A parked partition was revoked by a rebalance: no longer this member's to report. */
+  onUnpark?(parked: ParkedPartition): void;
   maxWaitTimeInMs?: number;
   sessionTimeout?: number;
+  heartbeatInterval?: number;
+}
+
+/** What the patch and nextOffset read of kafkajs's Batch and Runner (2.2.4; not in its typings). */
+interface BatchInternals {
+  fetchedOffset: string;
+  rawMessages: { offset: string; batchContext?: { firstOffset?: string; lastOffsetDelta?: number } }[];
+  isEmptyDueToFiltering(): boolean;
+}
+interface RunnerInternals {
+  eachBatch?: { [DELIVER_FILTERED]?: true };
+  running: boolean;
+  handleBatch(batch: BatchInternals): Promise<void>;
+  processEachBatch(batch: BatchInternals): Promise<void>;
+  heartbeat(): Promise<void>;
+}
+
+const DELIVER_FILTERED = Symbol("mufold.deliverFilteredBatches");
+let runnerPatched = false;
+
+/**
+ * kafkajs never calls eachBatch for a fetched batch that holds only control
+ * records (the marker a transaction's commit or abort leaves) or aborted
+ * records: it advances its fetch position in memory only, so with autoCommit
+ * off the group's offset never passes them (a replay waiting for the end
+ * offset hangs). Runner.handleBatch is patched to hand such batches to an
+ * eachBatch flagged with DELIVER_FILTERED; other consumers keep kafkajs's way.
+ */
+function deliverFilteredBatches(): void {
+  if (runnerPatched) return;
+  const Runner = createRequire(import.meta.url)("kafkajs/src/consumer/runner.js") as { prototype: RunnerInternals };
+  const proto = Runner.prototype;
+  const original = proto.handleBatch;
+  if (typeof original !== "function" || typeof proto.processEachBatch !== "function") {
+    throw new Error("kafkajs internals changed (consumer/runner.js): review src/adapters/kafka/consumer.ts");
+  }
+  proto.handleBatch = async function (this: RunnerInternals, batch: BatchInternals): Promise<void> {
+    if (this.eachBatch?.[DELIVER_FILTERED] && this.running && batch.isEmptyDueToFiltering()) {
+      await this.processEachBatch(batch);
+      await this.heartbeat();
+      return;
+    }
+    return original.call(this, batch);
+  };
+  runnerPatched = true;
+}
+
+/** The offset after every record batch kafkajs decoded for this fetch (their last offsets, whatever was filtered). */
+function batchEnd(batch: Batch): bigint {
+  const { fetchedOffset, rawMessages } = batch as unknown as BatchInternals;
+  const last = rawMessages[rawMessages.length - 1];
+  const context = last?.batchContext;
+  let end = BigInt(fetchedOffset);
+  if (context?.firstOffset !== undefined && context.lastOffsetDelta !== undefined) {
+    const after = BigInt(context.firstOffset) + BigInt(context.lastOffsetDelta) + 1n;
+    if (after > end) end = after;
+  } else if (last !== undefined && BigInt(last.offset) + 1n > end) {
+    end = BigInt(last.offset) + 1n;
+  }
+  return end;
 }
 
 export class GroupConsumer {
@@ -31,15 +119,19 @@ export class GroupConsumer {
   joined = false;
   /** When the coordinator last accepted a heartbeat (ms since epoch; 0 = never). */
   lastHeartbeat = 0;
+  private readonly parkedPartitions = new Map<string, ParkedPartition>();
 
   private constructor(
     private readonly consumer: Consumer,
     readonly groupId: string,
+    private readonly options: GroupConsumerOptions,
   ) {
     const { GROUP_JOIN, REBALANCING, CRASH, STOP, DISCONNECT, HEARTBEAT } = consumer.events;
-    consumer.on(GROUP_JOIN, () => {
+    consumer.on(GROUP_JOIN, (e) => {
       this.joined = true;
       this.lastHeartbeat = Date.now();
+      this.releaseRevoked(e.payload.memberAssignment);
+      this.options.onJoin?.();
     });
     consumer.on(HEARTBEAT, () => {
       this.lastHeartbeat = Date.now();
@@ -51,46 +143,88 @@ export class GroupConsumer {
     }
   }
 
+  /** Partitions this member holds at an undecodable batch. */
+  parked(): ParkedPartition[] {
+    return [...this.parkedPartitions.values()].map((p) => ({ ...p }));
+  }
+
   static async start(kafka: Kafka, options: GroupConsumerOptions): Promise<GroupConsumer> {
+    deliverFilteredBatches();
     const consumer = kafka.consumer({
       groupId: options.groupId,
       maxWaitTimeInMs: options.maxWaitTimeInMs ?? 100,
       sessionTimeout: options.sessionTimeout ?? 30_000,
-      heartbeatInterval: 3_000,
+      heartbeatInterval: options.heartbeatInterval ?? 3_000,
       allowAutoTopicCreation: false,
-      retry: { retries: 10 },
+      retry: { retries: 10, ...(options.restartOnFailure ? { restartOnFailure: options.restartOnFailure } : {}) },
     });
-    const handle = new GroupConsumer(consumer, options.groupId);
-    if (options.onCrash) consumer.on(consumer.events.CRASH, (e) => options.onCrash!(e.payload.error));
+    const handle = new GroupConsumer(consumer, options.groupId, options);
+    if (options.onCrash) consumer.on(consumer.events.CRASH, (e) => options.onCrash!(e.payload.error, Boolean((e.payload as { restart?: boolean }).restart)));
     await consumer.connect();
     await consumer.subscribe({ topics: [options.topic], fromBeginning: options.fromBeginning });
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
-        if (batch.messages.length === 0) return;
-        const records: SourceRecord[] = batch.messages.map((m) => ({
-          topic: batch.topic,
-          partition: batch.partition,
-          offset: m.offset,
-          key: m.key,
-          value: m.value,
-          headers: m.headers,
-        }));
-        await options.onBatch(records, {
-          topic: batch.topic,
-          partition: batch.partition,
+    const eachBatch = Object.assign((payload: EachBatchPayload) => handle.eachBatch(payload), { [DELIVER_FILTERED]: true as const });
+    await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
+    return handle;
+  }
+
+  private get heartbeatMs(): number {
+    return this.options.heartbeatInterval ?? 3_000;
+  }
+
+  private async eachBatch({ batch, heartbeat, isRunning, isStale, pause, resolveOffset }: EachBatchPayload): Promise<void> {
+    const { topic, partition } = batch;
+    if (this.parkedPartitions.has(`${topic}:${partition}`)) return; // fetched before the pause took effect
+    // Stand-ins for an undecodable batch: fold what precedes them, then park at the first.
+    const standIn = batch.messages.findIndex((m) => undecodableReason(m.value) !== undefined);
+    const messages = standIn < 0 ? batch.messages : batch.messages.slice(0, standIn);
+    const next = standIn < 0 ? batchEnd(batch) : BigInt(batch.messages[standIn]!.offset);
+    if (messages.length > 0 || next > BigInt((batch as unknown as BatchInternals).fetchedOffset)) {
+      const records: SourceRecord[] = messages.map((m) => ({ topic, partition, offset: m.offset, key: m.key, value: m.value, headers: m.headers, timestamp: m.timestamp }));
+      // A batch held through an outage must not cost the group membership: heartbeat while it is handled.
+      const keepAlive = setInterval(() => void heartbeat().catch(() => undefined), this.heartbeatMs);
+      try {
+        await this.options.onBatch(records, {
+          topic,
+          partition,
           highWatermark: batch.highWatermark,
+          nextOffset: next.toString(),
           heartbeat,
           stillOwned: () => isRunning() && !isStale(),
         });
-        const last = batch.messages[batch.messages.length - 1]!.offset;
-        resolveOffset(last);
-        await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }]);
-        await heartbeat();
-      },
-    });
-    return handle;
+      } finally {
+        clearInterval(keepAlive);
+      }
+      resolveOffset((next - 1n).toString());
+      await this.consumer.commitOffsets([{ topic, partition, offset: next.toString() }]);
+    }
+    if (standIn >= 0) {
+      pause(); // this partition only: the fetches of the others go on
+      const parked = { topic, partition, offset: next.toString(), reason: undecodableReason(batch.messages[standIn]!.value)! };
+      this.parkedPartitions.set(`${topic}:${partition}`, parked);
+      this.options.onPark?.({ ...parked });
+    }
+    await heartbeat();
+  }
+
+  /** A parked partition assigned elsewhere now: stop reporting it, and unpause it so that a later assignment fetches (and parks) again. */
+  private releaseRevoked(assignment: Record<string, number[]>): void {
+    for (const [key, parked] of this.parkedPartitions) {
+      if (assignment[parked.topic]?.includes(parked.partition)) continue;
+      this.parkedPartitions.delete(key);
+      this.consumer.resume([{ topic: parked.topic, partitions: [parked.partition] }]);
+      this.options.onUnpark?.({ ...parked });
+    }
+  }
+
+  /** Stop fetching a partition until `resume` (the replay holds records fetched past its target; batches already fetched still arrive). */
+  pause(topic: string, partition: number): void {
+    this.consumer.pause([{ topic, partitions: [partition] }]);
+  }
+
+  /** Fetch a paused partition again; a parked one stays held at its undecodable batch. */
+  resume(topic: string, partition: number): void {
+    if (this.parkedPartitions.has(`${topic}:${partition}`)) return;
+    this.consumer.resume([{ topic, partitions: [partition] }]);
   }
 
   /** Leave the group cleanly: the in-flight batch finishes (or is abandoned uncommitted). */

@@ -8,7 +8,8 @@ const { Partitioners } = kafkajs;
 export interface OutMessage {
   key: Buffer | string | null;
   value: Buffer | string | null;
-  headers?: Record<string, Buffer | string>;
+  /** An array value is sent as that header repeated, in order (kafkajs). */
+  headers?: Record<string, Buffer | string | (Buffer | string)[]>;
   partition?: number;
 }
 

@@ -38,11 +38,37 @@ export interface RedisConnection {
   password?: PasswordValue | undefined;
   /** PEM text of the CA certificate(s) of Redis (TLS URLs only). */
   tlsCa?: string | undefined;
+  /** ioredis `connectTimeout` of each connection attempt (openRedis sets it). */
+  connectTimeoutMs?: number | undefined;
+  /**
+   * A reader's connection (ProjectionReader: `mufold read`, `mufold serve`): no
+   * INFO ready check, as the reader role has no INFO (it shows every tenant's
+   * key counts). While Redis loads its data after a restart, reads then fail
+   * with LOADING (serve answers 503) instead of waiting.
+   */
+  reader?: boolean | undefined;
+  /**
+   * ioredis `maxRetriesPerRequest` (default 20). The fold sets 1: while Redis
+   * is down a command then fails within a reconnect or two instead of ~20 s,
+   * and the fold's own loop keeps the group heartbeat and the outage clock.
+   */
+  maxRetriesPerRequest?: number | undefined;
+  /**
+   * ioredis `commandTimeout`: a command without a reply by then fails (a hung
+   * Redis answers nothing and closes nothing). The fold's version checks make
+   * a timed-out write that lands later harmless.
+   */
+  commandTimeoutMs?: number | undefined;
 }
 
 /** The Redis part of the settings, for connectRedis: `connectRedis(redisClientSettings(settings))`. */
 export function redisClientSettings(settings: { redisUrl: string; redisPassword?: { reveal(): string } | undefined; redisTlsCa?: { pem: string } | undefined }): RedisConnection {
   return { url: settings.redisUrl, password: settings.redisPassword, tlsCa: settings.redisTlsCa?.pem };
+}
+
+/** redisClientSettings for a reader (ProjectionReader): no INFO ready check, see RedisConnection.reader. */
+export function readerClientSettings(settings: Parameters<typeof redisClientSettings>[0]): RedisConnection {
+  return { ...redisClientSettings(settings), reader: true };
 }
 
 /** The ioredis client a connection becomes: its constructor arguments, without connecting. */
@@ -66,36 +92,75 @@ export function isClusterUrl(url: string): boolean {
   return CLUSTER_SCHEME.test(url);
 }
 
+/** The parts of a cluster URL as written (not decoded): the credentials end at the last `@`. */
+function splitClusterUrl(url: string): { scheme: string; tls: boolean; user: string | undefined; password: string | undefined; seeds: string } | null {
+  const scheme = CLUSTER_SCHEME.exec(url);
+  if (scheme === null) return null;
+  const rest = url.slice(scheme[0].length).replace(/\/$/, "");
+  const at = rest.lastIndexOf("@");
+  if (at < 0) return { scheme: scheme[0], tls: scheme[1] === "rediss", user: undefined, password: undefined, seeds: rest };
+  const auth = rest.slice(0, at);
+  const colon = auth.indexOf(":");
+  return {
+    scheme: scheme[0],
+    tls: scheme[1] === "rediss",
+    user: colon >= 0 ? auth.slice(0, colon) : auth,
+    password: colon >= 0 ? auth.slice(colon + 1) : undefined,
+    seeds: rest.slice(at + 1),
+  };
+}
+
 /** Parse `redis+cluster://[user:password@]host:port[,host:port…]` (or `rediss+cluster://`). */
 export function parseClusterUrl(url: string): ClusterUrl {
-  const scheme = CLUSTER_SCHEME.exec(url);
-  if (scheme === null) throw new MufoldError(`not a cluster URL (redis+cluster:// or rediss+cluster://): ${redact(url)}`);
-  let rest = url.slice(scheme[0].length).replace(/\/$/, "");
-  let username: string | undefined;
-  let password: string | undefined;
-  const at = rest.lastIndexOf("@");
-  if (at >= 0) {
-    const auth = rest.slice(0, at);
-    rest = rest.slice(at + 1);
-    const colon = auth.indexOf(":");
-    const user = decodeURIComponent(colon >= 0 ? auth.slice(0, colon) : auth);
-    username = user === "" ? undefined : user;
-    password = colon >= 0 ? decodeURIComponent(auth.slice(colon + 1)) : undefined;
-    if (password === "") password = undefined;
-  }
-  const seeds = rest.split(",").map((seed) => {
+  const parts = splitClusterUrl(url);
+  if (parts === null) throw new MufoldError(`not a cluster URL (redis+cluster:// or rediss+cluster://): ${redact(url)}`);
+  const decode = (s: string | undefined): string | undefined => {
+    try {
+      return s === undefined || s === "" ? undefined : decodeURIComponent(s);
+    } catch {
+      throw new MufoldError(`the user or password of ${redact(url)} is not valid percent-encoding`);
+    }
+  };
+  const seeds = parts.seeds.split(",").map((seed) => {
     const m = /^([^\s:/@,]+):(\d{1,5})$/.exec(seed.trim());
     const port = m === null ? NaN : Number(m[2]);
     if (m === null || port < 1 || port > 65535) throw new MufoldError(`cluster seed ${JSON.stringify(seed)} in ${redact(url)} is not host:port`);
     return { host: m[1]!, port };
   });
-  return { tls: scheme[1] === "rediss", seeds, username, password };
+  return { tls: parts.tls, seeds, username: decode(parts.user), password: decode(parts.password) };
 }
 
-/** The URL without its password, for messages. */
-function redact(url: string): string {
-  return url.replace(/\/\/([^@/]*):[^@/]*@/, "//$1:***@");
+/**
+ * A Redis URL for messages: the password replaced by `***` (and the user
+ * dropped with `keepUser: false`). Parsed, not pattern-matched: WHATWG URL
+ * for redis:// and rediss://, the cluster parser for the +cluster schemes.
+ * Whatever cannot be parsed unambiguously loses everything before its last `@`.
+ */
+export function redactRedisUrl(url: string, options: { keepUser?: boolean } = {}): string {
+  const keepUser = options.keepUser ?? true;
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0] ?? "";
+  const at = url.lastIndexOf("@");
+  const hideAll = () => (at < 0 ? url : `${scheme}${keepUser ? "***@" : ""}${url.slice(at + 1)}`);
+  const cluster = splitClusterUrl(url);
+  if (cluster !== null) {
+    const creds = !keepUser || cluster.user === undefined ? "" : `${cluster.user}${cluster.password !== undefined ? ":***" : ""}@`;
+    return `${cluster.scheme}${creds}${cluster.seeds}`;
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return hideAll();
+  }
+  // An '@' outside the credentials means the parse did not see them as such.
+  if (`${parsed.pathname}${parsed.search}${parsed.hash}`.includes("@") || (at >= 0 && parsed.username === "" && parsed.password === "")) return hideAll();
+  if (parsed.password !== "") parsed.password = keepUser ? "***" : "";
+  if (!keepUser) parsed.username = "";
+  for (const key of [...parsed.searchParams.keys()]) if (/pass|secret|token|auth/i.test(key)) parsed.searchParams.set(key, "***");
+  return parsed.toString();
 }
+
+const redact = (url: string): string => redactRedisUrl(url);
 
 /**
  * A single-node client for redis:// and rediss://, a Cluster client for
@@ -112,6 +177,67 @@ export function connectRedis(target: string | RedisConnection): RedisClient {
   return client;
 }
 
+/** Redis did not answer in time at start (a retry later may help). */
+export class RedisUnavailableError extends MufoldError {
+  constructor(message: string) {
+    super(message, { retriable: true });
+  }
+}
+
+/** Redis refused the credentials (a retry will not help). */
+export class RedisAuthError extends MufoldError {}
+
+const AUTH_FAILURE = /\b(WRONGPASS|NOAUTH)\b|ERR invalid password|invalid username-password/;
+
+/** Whether a connection error is Redis refusing the credentials. */
+export function isAuthFailure(err: unknown): boolean {
+  return err instanceof Error && AUTH_FAILURE.test(err.message);
+}
+
+/**
+ * Wait until `client` is ready, at most `timeoutMs`: a RedisUnavailableError
+ * naming `endpoint` (and the last connection error) on timeout, a
+ * RedisAuthError as soon as Redis refuses the credentials.
+ */
+export function waitForRedis(client: RedisClient, timeoutMs: number, endpoint: string): Promise<void> {
+  if (client.status === "ready") return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    let last: Error | undefined;
+    const finish = (err?: Error) => {
+      clearTimeout(timer);
+      client.off("ready", onReady);
+      client.off("error", onError);
+      client.off("node error", onError);
+      if (err === undefined) resolve();
+      else reject(err);
+    };
+    const onReady = () => finish();
+    const onError = (err: Error) => {
+      last = err;
+      if (isAuthFailure(err)) finish(new RedisAuthError(`Redis at ${endpoint} refused the credentials: ${err.message}`));
+    };
+    const timer = setTimeout(() => {
+      const why = last === undefined ? "no answer" : last.message;
+      finish(new RedisUnavailableError(`cannot reach Redis at ${endpoint} within ${timeoutMs} ms: ${why}`));
+    }, timeoutMs);
+    client.on("ready", onReady);
+    client.on("error", onError);
+    client.on("node error", onError);
+  });
+}
+
+/** connectRedis, then wait for it to be ready (waitForRedis); on failure the client is closed. */
+export async function openRedis(target: RedisConnection, timeoutMs: number): Promise<RedisClient> {
+  const client = connectRedis({ ...target, connectTimeoutMs: timeoutMs });
+  try {
+    await waitForRedis(client, timeoutMs, redactRedisUrl(target.url));
+    return client;
+  } catch (err) {
+    client.disconnect();
+    throw err;
+  }
+}
+
 const reveal = (p: PasswordValue | undefined): string | undefined => (p === undefined ? undefined : typeof p === "string" ? p : p.reveal());
 
 /**
@@ -120,10 +246,16 @@ const reveal = (p: PasswordValue | undefined): string | undefined => (p === unde
  * a URL's empty password win over the option).
  */
 export function redisClientPlan(target: string | RedisConnection): RedisClientPlan {
-  const { url, password: extraPassword, tlsCa } = typeof target === "string" ? { url: target } : target;
+  const { url, password: extraPassword, tlsCa, connectTimeoutMs, reader, maxRetriesPerRequest } = typeof target === "string" ? { url: target } : target;
+  const retries = maxRetriesPerRequest ?? 20;
+  const commandTimeout = typeof target === "string" || target.commandTimeoutMs === undefined ? {} : { commandTimeout: target.commandTimeoutMs };
   const filePassword = reveal(extraPassword);
+  // A bounded connect also closes promptly: ioredis would keep a socket that never connected for 2 s.
+  const timeout = connectTimeoutMs === undefined ? {} : { connectTimeout: connectTimeoutMs, disconnectTimeout: 200 };
+  // ioredis's ready check is INFO; a reader may not run it (ioredis would warn on stderr and leave an ACL LOG entry).
+  const readyCheck = reader === true ? { enableReadyCheck: false } : {};
   if (!isClusterUrl(url)) {
-    const options: RedisOptions = { maxRetriesPerRequest: 20, enableAutoPipelining: true, lazyConnect: false };
+    const options: RedisOptions = { maxRetriesPerRequest: retries, enableAutoPipelining: true, lazyConnect: false, ...commandTimeout, ...timeout, ...readyCheck };
     const tls = /^rediss:\/\//i.test(url);
     if (tlsCa !== undefined) {
       if (!tls) throw new MufoldError(`a TLS CA was given for a non-TLS Redis URL: ${redact(url)}`);
@@ -164,7 +296,10 @@ export function redisClientPlan(target: string | RedisConnection): RedisClientPl
     lazyConnect: false,
     scaleReads: "master",
     redisOptions: {
-      maxRetriesPerRequest: 20,
+      maxRetriesPerRequest: retries,
+      ...commandTimeout,
+      ...timeout,
+      ...readyCheck,
       ...(username !== undefined ? { username } : {}),
       ...(password !== undefined ? { password } : {}),
       ...(tls ? { tls: tlsCa !== undefined ? { ca: [tlsCa] } : {} } : {}),

@@ -1,28 +1,66 @@
 /** Errors of the Redis functions: their numeric return codes map to errors here and nowhere else. */
 import { MufoldError } from "../../errors.js";
+import { StaleVersionError, StateLostError } from "../../fold/identity-store.js";
 
 export { MufoldError };
 
-/** The identity moved on since it was loaded: reload, drop what is applied, recompute, retry. */
-export class StaleVersionError extends MufoldError {
+// The apply errors belong to the IdentityStore port (every store throws them); re-exported
+// here for the callers that import them from the Redis adapter.
+export { StaleVersionError, StateLostError };
+
+/** The generation named is not (or no longer) live, or a rebuild lost its build token (Redis lost the control hash). */
+export class GenerationMovedError extends MufoldError {
   constructor(
-    readonly identity: string,
-    readonly storedVersion: number,
+    readonly generation: number,
+    readonly current: number | null,
   ) {
-    super(`identity ${identity} is at version ${storedVersion}, not the expected one`, { retriable: true });
+    super(`generation ${generation} is no longer the one written to (now ${current ?? "none"}): Redis lost it or it was replaced`, { retriable: true });
   }
 }
 
-/** Redis lost state that the fold had written: only a replay can restore it. */
-export class StateLostError extends MufoldError {
-  constructor(message: string) {
-    super(`${message}; restore it with \`mufold replay --promote\``, { retriable: false });
+/**
+ * The record at offset 0 of a partition is not the one the generation folded:
+ * the topic was deleted and recreated (or truncated and refilled). Folding on
+ * would skip the new records as duplicates of the old ones.
+ */
+export class TopicOriginError extends MufoldError {
+  constructor(
+    readonly partition: string,
+    readonly generation: number,
+  ) {
+    super(
+      `partition ${partition} starts with a different record than generation ${generation} folded: the topic was deleted and recreated, or truncated. ` +
+        "The projections no longer describe this log. Stop the folds, run `mufold replay --promote` to rebuild from the topic as it is now, then start the folds again",
+      { retriable: false },
+    );
+  }
+}
+
+/** The promote's pause lease expired (or another promote took the pause): nothing was flipped. */
+export class PauseLostError extends MufoldError {
+  constructor() {
+    super("the fleet pause lease expired or another promote took it; nothing was promoted", { retriable: true });
+  }
+}
+
+/**
+ * Redis lacks mufold's function libraries (never set up, or lost them: a
+ * restart without persistence, FLUSHALL, FUNCTION FLUSH), or holds another
+ * build's. Only `mufold setup`, an admin step, loads them; the fold rides this
+ * out like an outage until it has run.
+ */
+export class FunctionsMissingError extends MufoldError {
+  constructor(detail: string, options: { cause?: unknown } = {}) {
+    super(`${detail}: run \`mufold setup\` (as a Redis admin) to load mufold's function libraries`, { retriable: true, cause: options.cause });
   }
 }
 
 export const APPLY_OK = 1;
 export const APPLY_STALE = -1;
 export const APPLY_STATE_LOST = -2;
+export const CONTROL_NOT_HELD = -3;
+export const CONTROL_ORIGIN_DIFFERS = -4;
+export const CONTROL_PAUSE_LOST = -5;
 
 /** Map a `mufold_apply_v1` reply to the new version or an error. */
 export function applyResult(identity: string, reply: unknown): number {
@@ -31,4 +69,13 @@ export function applyResult(identity: string, reply: unknown): number {
   if (code === APPLY_STALE) throw new StaleVersionError(identity, version);
   if (code === APPLY_STATE_LOST) throw new StateLostError(`identity ${identity} had state that Redis no longer holds`);
   throw new MufoldError(`mufold_apply_v1 returned unknown code ${String(code)}`);
+}
+
+/** Map a control function's code; `what` says which generation and partition it concerned. */
+export function controlResult(code: number, what: { generation: number; current?: number; partition?: string }): void {
+  if (code === APPLY_OK) return;
+  if (code === CONTROL_NOT_HELD) throw new GenerationMovedError(what.generation, what.current === undefined || what.current < 0 ? null : what.current);
+  if (code === CONTROL_ORIGIN_DIFFERS) throw new TopicOriginError(what.partition ?? "?", what.generation);
+  if (code === CONTROL_PAUSE_LOST) throw new PauseLostError();
+  throw new MufoldError(`mufold control function returned unknown code ${String(code)}`);
 }

@@ -13,16 +13,13 @@
 import type { Cluster, Redis } from "ioredis";
 import type { PartOp } from "../../fold/delta.js";
 import { controlKey, generationPrefix, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
+import type { IdentityStore, StoredIdentity } from "../../fold/identity-store.js";
 import { assertFcallRouting, isCluster, masterNodes } from "./connect.js";
-import { APPLY_FUNCTION, READ_FUNCTION, loadFunctions } from "./functions.js";
-import { applyResult } from "./errors.js";
+import { APPLY_FUNCTION, CONTROL_FUNCTIONS, READ_FUNCTION } from "./functions.js";
+import { FunctionsMissingError, applyResult, controlResult } from "./errors.js";
 
-export interface StoredIdentity {
-  meta: Record<string, string>;
-  records: Map<string, string>;
-}
+export type { StoredIdentity };
 
-/** One change-feed entry: its stream id and its fields. */
 /**
  * The change feed of a generation: `<prefix>:g<N>:changes`, a capped Redis
  * Stream. It has no hash tag, so on a cluster it lives in its own slot.
@@ -33,14 +30,14 @@ export function changesKey(prefix: string, generation: number): string {
 
 export interface Control {
   generation: number | null;
+  /** A promote holds the fleet still (and its lease has not expired). */
   paused: boolean;
   epoch: number;
+  /** The live generation's reducer version (null without a live generation). */
+  reducerVersion: string | null;
 }
 
-export class RedisStore {
-  /** One library reload at a time, shared by every call that found the library missing. */
-  private reloading: Promise<void> | undefined;
-
+export class RedisStore implements IdentityStore {
   constructor(
     readonly redis: Redis | Cluster,
     readonly prefix: string,
@@ -80,24 +77,17 @@ export class RedisStore {
   }
 
   /**
-   * Call a library function, loading the library again if Redis lost it
-   * (restart, FLUSHALL, FUNCTION FLUSH). On a cluster the reload reaches every
-   * master, so a single restarted master is covered; concurrent calls that
-   * all found it missing share one reload.
+   * Call a library function. A Redis that lost the libraries (restart without
+   * persistence, FLUSHALL, FUNCTION FLUSH) gets a FunctionsMissingError: loading
+   * Lua is `mufold setup`'s (an admin's) job, not the fold's or a reader's.
    */
   private async fcall(command: "FCALL" | "FCALL_RO", fn: string, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
       return await this.redis.call(command, fn, keys.length, ...keys, ...args);
     } catch (err) {
-      if (!(err instanceof Error) || !/Function not found/i.test(err.message)) throw err;
-      await this.reloadFunctions();
-      return this.redis.call(command, fn, keys.length, ...keys, ...args);
+      if (err instanceof Error && /Function not found/i.test(err.message)) throw new FunctionsMissingError(`Redis has no function ${fn}`, { cause: err });
+      throw err;
     }
-  }
-
-  private reloadFunctions(): Promise<void> {
-    this.reloading ??= loadFunctions(this.redis).finally(() => (this.reloading = undefined));
-    return this.reloading;
   }
 
   async meta(generation: number, identity: string): Promise<Record<string, string>> {
@@ -137,32 +127,97 @@ export class RedisStore {
     return this.redis.unlink(changesKey(this.prefix, generation));
   }
 
+  /** The live generation, the effective pause (lease honoured) and the live generation's reducer version. */
   async control(): Promise<Control> {
-    const [generation, paused, epoch] = await this.redis.hmget(controlKey(this.prefix), "generation", "paused", "epoch");
-    return { generation: generation === null ? null : Number(generation), paused: paused === "1", epoch: Number(epoch ?? "0") };
+    const [generation, paused, epoch, rv] = (await this.controlCall("FCALL_RO", CONTROL_FUNCTIONS.state, [])) as [number, number, number, string];
+    return { generation: generation < 0 ? null : generation, paused: paused === 1, epoch, reducerVersion: rv === "" ? null : rv };
   }
 
-  /** Create generation 1 if there is none yet; returns the current generation. */
-  async initGeneration(): Promise<number> {
-    const key = controlKey(this.prefix);
-    if ((await this.redis.hsetnx(key, "generation", "1")) === 1) await this.redis.hsetnx(key, "last", "1");
-    return (await this.control()).generation!;
+  /** Make a live generation if there is none (with this reducer version); returns the live one and its reducer version. */
+  async initGeneration(reducerVersion: string): Promise<{ generation: number; reducerVersion: string }> {
+    const [generation, rv] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.init, [reducerVersion])) as [number, string];
+    return { generation, reducerVersion: rv };
   }
 
-  /** Reserve a new generation number for a rebuild (never reused). */
-  async allocateGeneration(): Promise<number> {
-    const key = controlKey(this.prefix);
-    const current = (await this.control()).generation ?? 0;
-    await this.redis.hsetnx(key, "last", String(current));
-    return this.redis.hincrby(key, "last", 1);
+  /** Reserve a new generation number for a rebuild (never reused, even after Redis lost everything). */
+  async allocateGeneration(reducerVersion: string, buildToken: string): Promise<number> {
+    return Number(await this.controlCall("FCALL", CONTROL_FUNCTIONS.allocate, [reducerVersion, buildToken]));
   }
 
-  async setControl(fields: Partial<{ generation: number; paused: boolean; epoch: number }>): Promise<void> {
-    const flat: string[] = [];
-    if (fields.generation !== undefined) flat.push("generation", String(fields.generation));
-    if (fields.paused !== undefined) flat.push("paused", fields.paused ? "1" : "0");
-    if (fields.epoch !== undefined) flat.push("epoch", String(fields.epoch));
-    if (flat.length > 0) await this.redis.hset(controlKey(this.prefix), ...flat);
+  /**
+   * Check that `generation` is still the one being written ("live", or the
+   * build token of a rebuild) and raise its per-partition marks (next offsets).
+   * Throws GenerationMovedError when Redis lost or replaced it.
+   */
+  async seal(generation: number, mode: string, marks: ReadonlyMap<string, bigint>): Promise<void> {
+    const args: string[] = [String(generation), mode];
+    for (const [field, next] of marks) args.push(field, next.toString());
+    const [code, current] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.seal, args)) as [number, number];
+    controlResult(code, { generation, current });
+  }
+
+  /** Record (first writer) or check the fingerprint of a partition's record at offset 0; throws TopicOriginError when it differs. */
+  async checkOrigin(generation: number, mode: string, partition: string, fingerprint: string): Promise<void> {
+    const [code] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.origin, [String(generation), mode, partition, fingerprint])) as [number, string];
+    controlResult(code, { generation, partition });
+  }
+
+  /** A generation's marks (`<topic>:<partition>` → next offset) or origins, from the control hash. */
+  async generationFields(generation: number, kind: "mark" | "origin"): Promise<Map<string, string>> {
+    const all = await this.redis.hgetall(controlKey(this.prefix));
+    const head = `${kind}:${generation}:`;
+    const out = new Map<string, string>();
+    for (const [field, value] of Object.entries(all)) if (field.startsWith(head)) out.set(field.slice(head.length), value);
+    return out;
+  }
+
+  /** Generations a replay is building (their build tokens are in the control hash). */
+  async buildingGenerations(): Promise<Set<number>> {
+    const all = await this.redis.hkeys(controlKey(this.prefix));
+    return new Set(all.filter((f) => f.startsWith("building:")).map((f) => Number(f.slice("building:".length))));
+  }
+
+  /** The live generation by a plain HGET (what any reader does; no function call, no TIME). */
+  async liveGeneration(): Promise<number | null> {
+    const g = await this.redis.hget(controlKey(this.prefix), "generation");
+    return g === null ? null : Number(g);
+  }
+
+  /** Set or renew a fleet pause for `leaseMs`; throws PauseLostError when another epoch holds it. */
+  async pause(epoch: number, leaseMs: number): Promise<void> {
+    const [code] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.pause, [String(epoch), String(leaseMs)])) as [number];
+    controlResult(code, { generation: 0 });
+  }
+
+  /** Clear the pause if it is still this epoch's. */
+  async unpause(epoch: number): Promise<void> {
+    await this.controlCall("FCALL", CONTROL_FUNCTIONS.unpause, [String(epoch)]);
+  }
+
+  /** Make a rebuilt generation live (its token held; with an epoch, the pause still holding) and clear the pause. */
+  async promote(generation: number, buildToken: string, epoch: number | null): Promise<void> {
+    const [code] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.promote, [String(generation), buildToken, epoch === null ? "" : String(epoch)])) as [number];
+    controlResult(code, { generation });
+  }
+
+  /** Forget a dropped generation's control fields (reducer version, build token, marks, origins). */
+  async forgetGeneration(generation: number): Promise<void> {
+    await this.controlCall("FCALL", CONTROL_FUNCTIONS.forget, [String(generation)]);
+  }
+
+  /** Generations that have an identity index in Redis (live, rebuilding, or orphaned by a loss). */
+  async indexedGenerations(): Promise<number[]> {
+    const head = `${this.prefix}:g`;
+    const found = await this.scanKeys(`${head}*:index`);
+    return found
+      .map((k) => k.slice(head.length, k.length - ":index".length))
+      .filter((g) => /^\d+$/.test(g))
+      .map(Number)
+      .sort((a, b) => a - b);
+  }
+
+  private controlCall(command: "FCALL" | "FCALL_RO", fn: string, args: string[]): Promise<unknown> {
+    return this.fcall(command, fn, [controlKey(this.prefix)], args);
   }
 
   async ackPause(member: string, epoch: number): Promise<void> {
@@ -183,6 +238,7 @@ export class RedisStore {
       for (const n of counts) removed += n;
     }
     removed += await this.redis.unlink(indexKey(this.prefix, generation));
+    await this.forgetGeneration(generation);
     return removed;
   }
 

@@ -1,0 +1,65 @@
+/**
+ * A promote's (or verify's) hold on the live fold: a pause with a lease that
+ * this process renews. If the process dies, the lease runs out and the folds
+ * resume by themselves; a clean stop releases it at once.
+ */
+import type { Admin } from "kafkajs";
+import type { RedisStore } from "../src/adapters/redis/store.js";
+import { MufoldError } from "../src/errors.js";
+import type { Logger } from "../src/log.js";
+import { sleepUnlessAborted } from "./waiting.js";
+
+export class FleetPause {
+  private renewal: NodeJS.Timeout | undefined;
+  private lost: unknown;
+
+  private constructor(
+    private readonly store: RedisStore,
+    readonly epoch: number,
+    private readonly leaseMs: number,
+    private readonly log: Logger,
+  ) {}
+
+  /** Pause the fleet with a new epoch and keep renewing the lease every third of it. */
+  static async take(store: RedisStore, leaseSeconds: number, log: Logger): Promise<FleetPause> {
+    const epoch = (await store.control()).epoch + 1;
+    const pause = new FleetPause(store, epoch, leaseSeconds * 1000, log);
+    await store.pause(epoch, pause.leaseMs);
+    pause.renewal = setInterval(() => void pause.renew(), Math.max(200, Math.floor(pause.leaseMs / 3)));
+    pause.renewal.unref();
+    return pause;
+  }
+
+  private async renew(): Promise<void> {
+    try {
+      await this.store.pause(this.epoch, this.leaseMs);
+    } catch (error) {
+      // A missed renewal is survivable while the lease lasts; the promote re-checks the lease atomically.
+      this.lost = error;
+      this.log.warn("could not renew the fleet pause", { error: error instanceof Error ? error.message : String(error) });
+    }
+  }
+
+  /** Wait until every member of the fold group has acknowledged this epoch. */
+  async awaitAcks(admin: Admin, group: string, timeoutSeconds: number, signal?: AbortSignal): Promise<void> {
+    const deadline = Date.now() + timeoutSeconds * 1000;
+    for (;;) {
+      const members = (await admin.describeGroups([group])).groups[0]?.members.length ?? 0;
+      const acks = Object.values(await this.store.pauseAcks()).filter((e) => Number(e) === this.epoch).length;
+      if (acks >= members) return;
+      if (Date.now() > deadline) throw new MufoldError(`only ${acks} of ${members} fold workers paused within ${timeoutSeconds}s; nothing was promoted`);
+      await sleepUnlessAborted(200, signal);
+    }
+  }
+
+  /** The last renewal error, if any (the lease may have run out). */
+  get renewalError(): unknown {
+    return this.lost;
+  }
+
+  /** Stop renewing; release the pause unless a promote already cleared it. */
+  async release(): Promise<void> {
+    clearInterval(this.renewal);
+    await this.store.unpause(this.epoch).catch((error) => this.log.warn("could not release the fleet pause; it expires with its lease", { error: String(error) }));
+  }
+}

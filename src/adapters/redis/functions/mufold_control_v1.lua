@@ -1,0 +1,180 @@
+#!lua name=mufold_control_v1
+--[[
+mufold Redis Function library: the control hash of one key prefix.
+
+Every function takes one key, KEYS[1] = <prefix>:control (a hash), so each
+call is atomic on a single node and on a Redis Cluster alike. Fields:
+  generation            the live generation
+  last                  the highest generation number ever allocated
+  rv:<N>                reducer_version of generation N
+  building:<N>          token of the replay building generation N (until promoted or dropped)
+  paused, epoch         a promote's fleet pause and its epoch
+  pause_until           the pause's lease: Redis time (ms) after which it no longer holds
+  mark:<N>:<t>:<p>      next offset of partition p of topic t that generation N has folded
+  origin:<N>:<t>:<p>    fingerprint of the record at offset 0 of that partition (topic incarnation)
+
+Generation numbers are never reused, even after Redis lost everything: a new
+one is max(last + 1, Redis time in ms), so a number written before a loss can
+never come back as a new generation.
+
+Return codes (mapped to errors in src/adapters/redis/errors.ts):
+   1  ok
+  -3  the generation is not (or no longer) the one named: moved, lost, or its build token is gone
+  -4  origin differs: the partition's record at offset 0 is not the one this generation folded
+  -5  the pause lease expired or its epoch moved: nothing promoted
+  -6  the reducer version differs from the generation's
+
+mufold_state_v1 (FCALL_RO)             ARGV: none
+  Returns {generation or -1, paused (1 when paused and the lease holds, else 0), epoch, rv of the live generation or ''}.
+mufold_init_v1                         ARGV[1] reducer_version
+  Makes a live generation if there is none. Returns {generation, its rv}.
+mufold_allocate_v1                     ARGV[1] reducer_version, ARGV[2] build token
+  Reserves a new generation for a rebuild. Returns the number.
+mufold_seal_v1                         ARGV[1] generation, ARGV[2] mode ('live' | build token), then field/offset pairs ('<t>:<p>', next offset)
+  Checks the generation (live: is the live one; build: token still held) and raises its marks. Returns {code, current generation or -1}.
+mufold_origin_v1                       ARGV[1] generation, ARGV[2] mode, ARGV[3] '<t>:<p>', ARGV[4] fingerprint
+  Records the fingerprint of offset 0 (first writer wins) or checks it. Returns {code, stored fingerprint or ''}.
+mufold_pause_v1                        ARGV[1] epoch, ARGV[2] lease ms
+  Sets or renews a pause with this epoch. Returns {code}: -5 when another epoch holds it.
+mufold_unpause_v1                      ARGV[1] epoch
+  Clears the pause if it is still this epoch's. Returns {1}.
+mufold_forget_v1                       ARGV[1] generation
+  Deletes every control field of a dropped generation (rv, building, marks, origins). Returns the count.
+mufold_promote_v1                      ARGV[1] generation, ARGV[2] build token, ARGV[3] epoch (or '' for none)
+  Makes the built generation live if its token is held and, with an epoch, the pause still holds; clears the pause.
+]]
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function new_generation(key)
+  local last = tonumber(redis.call('HGET', key, 'last') or '0')
+  local live = tonumber(redis.call('HGET', key, 'generation') or '0')
+  local n = math.max(last + 1, live + 1, now_ms())
+  redis.call('HSET', key, 'last', string.format('%d', n))
+  return n
+end
+
+local function pause_holds(key)
+  if redis.call('HGET', key, 'paused') ~= '1' then return false end
+  local until_ms = tonumber(redis.call('HGET', key, 'pause_until') or '0')
+  return now_ms() < until_ms
+end
+
+local function state(keys, args)
+  local key = keys[1]
+  local g = redis.call('HGET', key, 'generation')
+  local paused = pause_holds(key) and 1 or 0
+  local epoch = tonumber(redis.call('HGET', key, 'epoch') or '0')
+  local rv = ''
+  if g then rv = redis.call('HGET', key, 'rv:' .. g) or '' end
+  return {g and tonumber(g) or -1, paused, epoch, rv}
+end
+
+local function init(keys, args)
+  local key = keys[1]
+  local g = redis.call('HGET', key, 'generation')
+  if g then
+    local rv = redis.call('HGET', key, 'rv:' .. g)
+    if not rv then
+      -- A generation made before reducer versions were recorded: it holds this one from now on.
+      redis.call('HSET', key, 'rv:' .. g, args[1])
+      rv = args[1]
+    end
+    return {tonumber(g), rv}
+  end
+  local n = new_generation(key)
+  local gs = string.format('%d', n)
+  redis.call('HSET', key, 'generation', gs, 'rv:' .. gs, args[1])
+  return {n, args[1]}
+end
+
+local function allocate(keys, args)
+  local key = keys[1]
+  local n = new_generation(key)
+  local gs = string.format('%d', n)
+  redis.call('HSET', key, 'rv:' .. gs, args[1], 'building:' .. gs, args[2])
+  return n
+end
+
+-- 'live': the generation must be the live one; otherwise the mode is the build token it must hold.
+local function holds(key, gs, mode)
+  if mode == 'live' then return redis.call('HGET', key, 'generation') == gs end
+  return redis.call('HGET', key, 'building:' .. gs) == mode
+end
+
+local function current(key)
+  local g = redis.call('HGET', key, 'generation')
+  return g and tonumber(g) or -1
+end
+
+local function seal(keys, args)
+  local key, gs, mode = keys[1], args[1], args[2]
+  if not holds(key, gs, mode) then return {-3, current(key)} end
+  for i = 3, #args, 2 do
+    local field = 'mark:' .. gs .. ':' .. args[i]
+    local old = tonumber(redis.call('HGET', key, field) or '-1')
+    if tonumber(args[i + 1]) > old then redis.call('HSET', key, field, args[i + 1]) end
+  end
+  return {1, current(key)}
+end
+
+local function origin(keys, args)
+  local key, gs, mode = keys[1], args[1], args[2]
+  if not holds(key, gs, mode) then return {-3, ''} end
+  local field = 'origin:' .. gs .. ':' .. args[3]
+  local stored = redis.call('HGET', key, field)
+  if not stored then
+    redis.call('HSET', key, field, args[4])
+    return {1, args[4]}
+  end
+  if stored ~= args[4] then return {-4, stored} end
+  return {1, stored}
+end
+
+local function pause(keys, args)
+  local key, epoch, lease = keys[1], args[1], tonumber(args[2])
+  if pause_holds(key) and redis.call('HGET', key, 'epoch') ~= epoch then return {-5} end
+  redis.call('HSET', key, 'paused', '1', 'epoch', epoch, 'pause_until', string.format('%d', now_ms() + lease))
+  return {1}
+end
+
+local function unpause(keys, args)
+  local key = keys[1]
+  if redis.call('HGET', key, 'epoch') == args[1] then redis.call('HSET', key, 'paused', '0', 'pause_until', '0') end
+  return {1}
+end
+
+local function promote(keys, args)
+  local key, gs, token, epoch = keys[1], args[1], args[2], args[3]
+  if redis.call('HGET', key, 'building:' .. gs) ~= token then return {-3} end
+  if epoch ~= '' and (redis.call('HGET', key, 'epoch') ~= epoch or not pause_holds(key)) then return {-5} end
+  redis.call('HSET', key, 'generation', gs)
+  redis.call('HDEL', key, 'building:' .. gs)
+  if epoch ~= '' then redis.call('HSET', key, 'paused', '0', 'pause_until', '0') end
+  return {1}
+end
+
+local function forget(keys, args)
+  local key, gs = keys[1], args[1]
+  local fields = {}
+  for _, f in ipairs(redis.call('HKEYS', key)) do
+    if f == 'rv:' .. gs or f == 'building:' .. gs or string.sub(f, 1, #gs + 6) == 'mark:' .. gs .. ':' or string.sub(f, 1, #gs + 8) == 'origin:' .. gs .. ':' then
+      fields[#fields + 1] = f
+    end
+  end
+  for i = 1, #fields, 500 do redis.call('HDEL', key, unpack(fields, i, math.min(i + 499, #fields))) end
+  return #fields
+end
+
+redis.register_function{function_name = 'mufold_state_v1', callback = state, flags = {'no-writes'}}
+redis.register_function{function_name = 'mufold_init_v1', callback = init}
+redis.register_function{function_name = 'mufold_allocate_v1', callback = allocate}
+redis.register_function{function_name = 'mufold_seal_v1', callback = seal}
+redis.register_function{function_name = 'mufold_origin_v1', callback = origin}
+redis.register_function{function_name = 'mufold_pause_v1', callback = pause}
+redis.register_function{function_name = 'mufold_unpause_v1', callback = unpause}
+redis.register_function{function_name = 'mufold_promote_v1', callback = promote}
+redis.register_function{function_name = 'mufold_forget_v1', callback = forget}

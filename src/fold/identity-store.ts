@@ -1,0 +1,62 @@
+/**
+ * The port the fold engine stores identities through: exactly what the
+ * applier (consumers/identity-applier.ts) needs, plus `read` and
+ * `listIdentities` for the contract suite. Two adapters implement it: Redis
+ * (src/adapters/redis/store.ts, the Lua functions of mufold_v1.lua) and memory
+ * (src/adapters/memory/identity-store.ts); test/support/identity-store-contract.ts
+ * holds both to the same behaviour.
+ *
+ * An identity's state is ten parts (src/fold/keys.ts): the meta hash `m`
+ * (`v` version, `w:<topic>:<partition>` watermarks, `n`, `acc`, `skel`, `rej`,
+ * `ctx`, `dig`, `chg`), the delivery records `d`, and the packet fragments and
+ * their orders. Pure: no IO.
+ */
+import { MufoldError } from "../errors.js";
+import type { PartOp } from "./delta.js";
+
+/** What `load` returns: the meta hash and the delivery records (observation id → record). */
+export interface StoredIdentity {
+  meta: Record<string, string>;
+  records: Map<string, string>;
+}
+
+/** The identity moved on since it was loaded: reload, drop what is applied, recompute, retry. */
+export class StaleVersionError extends MufoldError {
+  constructor(
+    readonly identity: string,
+    readonly storedVersion: number,
+  ) {
+    super(`identity ${identity} is at version ${storedVersion}, not the expected one`, { retriable: true });
+  }
+}
+
+/** The store lost state that the fold had written: only a replay can restore it. */
+export class StateLostError extends MufoldError {
+  constructor(message: string) {
+    super(`${message}; restore it with \`mufold replay --promote\``, { retriable: false });
+  }
+}
+
+export interface IdentityStore {
+  /** The meta hash and delivery records of one identity; both empty for an identity never written. */
+  load(generation: number, identity: string): Promise<StoredIdentity>;
+
+  /**
+   * Atomically, if the stored version is `expectedVersion` (0: nothing
+   * stored): set the watermarks in meta (field → decimal offset), run `ops` in
+   * order, set version + 1 and return it. Nothing is written otherwise.
+   *
+   * @throws StaleVersionError the stored version differs (it carries the stored one).
+   * @throws StateLostError a version above 0 was expected but the identity has no version.
+   */
+  apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: readonly PartOp[]): Promise<number>;
+
+  /** List identities in the generation's index (idempotent). */
+  addToIndex(generation: number, identities: readonly string[]): Promise<void>;
+
+  /** The packet bytes assembled from the parts (or the stored rejected packet); null without a skeleton. */
+  read(generation: number, identity: string): Promise<string | null>;
+
+  /** The generation's indexed identities, sorted. */
+  listIdentities(generation: number): Promise<string[]>;
+}

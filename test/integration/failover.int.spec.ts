@@ -1,0 +1,133 @@
+/**
+ * Failover: a fold worker killed with SIGKILL (no LeaveGroup) is replaced by the
+ * survivor within the group's session timeout, not the ~35 s of the old settings.
+ */
+import type { ChildProcess } from "node:child_process";
+import { performance } from "node:perf_hooks";
+import { afterEach, describe, expect, it } from "vitest";
+import kafkajs from "kafkajs";
+import type { Admin } from "kafkajs";
+import { createKafka } from "../../src/adapters/kafka/client.js";
+import type { Settings } from "../../src/config.js";
+import type { Observation } from "../../src/core/index.js";
+import { observationMessage } from "../../producers/observation-message.js";
+import { produce } from "../../producers/produce.js";
+import { simulate } from "../../producers/simulation.js";
+import { comparePackets, dropPrefix, expectedPackets, readAllPackets, sleep, spawnWorker, stopWorker, testSettings } from "../support/pipeline.js";
+
+const { AssignerProtocol } = kafkajs;
+const cleanups: (() => Promise<unknown>)[] = [];
+/** stopWorker waits for an exit event; a child already dead by a signal has exitCode null and would never send another. */
+const ensureStopped = (child: ChildProcess, signal: NodeJS.Signals) => (child.exitCode === null && child.signalCode === null ? stopWorker(child, signal) : Promise.resolve());
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+const PARTITIONS = 6;
+/** The issue's bound for the default settings (session 10 s, heartbeat 1 s): a protocol deadline, not a speed benchmark. */
+const TAKEOVER_DEADLINE_MS = 15_000;
+
+interface GroupView {
+  state: string;
+  members: Map<string, number[]>;
+}
+
+async function groupView(admin: Admin, settings: Settings): Promise<GroupView> {
+  const { groups } = await admin.describeGroups([settings.group]);
+  const members = new Map<string, number[]>();
+  for (const m of groups[0]!.members) {
+    const assignment = m.memberAssignment.length > 0 ? AssignerProtocol.MemberAssignment.decode(m.memberAssignment) : null;
+    members.set(m.memberId, [...(assignment?.assignment[settings.topic] ?? [])].sort((a, b) => a - b));
+  }
+  return { state: groups[0]!.state, members };
+}
+
+async function committed(admin: Admin, settings: Settings): Promise<Map<number, number>> {
+  const [topic] = await admin.fetchOffsets({ groupId: settings.group, topics: [settings.topic] });
+  return new Map((topic?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+}
+
+async function ends(admin: Admin, settings: Settings): Promise<Map<number, number>> {
+  return new Map((await admin.fetchTopicOffsets(settings.topic)).map((p) => [p.partition, Number(p.high)]));
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
+    await sleep(50);
+  }
+}
+
+const caughtUp = (c: Map<number, number>, e: Map<number, number>) => [...e].every(([p, high]) => (c.get(p) ?? -1) >= high);
+
+describe("failover", () => {
+  it("a SIGKILLed worker's partitions are folded by the survivor within 15 s, with exact packets", async () => {
+    const settings = testSettings({ partitions: PARTITIONS });
+    cleanups.push(() => dropPrefix(settings));
+    // 60 scopes (one per agent), so each half of the stream spreads over the 6 partitions (asserted below).
+    const observations = [...simulate({ agents: 60, observationsPerAgent: 10, duplicateRate: 0.1, conflictRate: 0.03, snapshotEvery: 6, seed: 91 })].map((d) => d.observation);
+    const before: Observation[] = observations.slice(0, 300);
+    const after: Observation[] = observations.slice(300);
+    const admin = createKafka({ brokers: settings.brokers, clientId: "mufold-test-failover" }).admin();
+    await admin.connect();
+    cleanups.push(() => admin.disconnect());
+
+    // One at a time, so each member id is known to belong to its process.
+    const a = spawnWorker(settings);
+    cleanups.push(() => ensureStopped(a, "SIGKILL"));
+    const alone = await waitFor("a alone in the group", async () => {
+      const g = await groupView(admin, settings);
+      return g.state === "Stable" && g.members.size === 1 ? g : undefined;
+    });
+    const aId = [...alone.members.keys()][0]!;
+    const b = spawnWorker(settings);
+    cleanups.push(() => ensureStopped(b, "SIGTERM"));
+    const both = await waitFor("a and b members, both holding partitions", async () => {
+      const g = await groupView(admin, settings);
+      return g.state === "Stable" && g.members.size === 2 && g.members.has(aId) && [...g.members.values()].every((p) => p.length > 0) ? g : undefined;
+    });
+    const bId = [...both.members.keys()].find((id) => id !== aId)!;
+    const aParts = both.members.get(aId)!;
+
+    await produce(settings, before.map(observationMessage));
+    const ends1 = await ends(admin, settings);
+    expect([...ends1.values()].filter((n) => n > 0)).toHaveLength(PARTITIONS);
+    await waitFor("the group committed the first batch", async () => (caughtUp(await committed(admin, settings), ends1) ? true : undefined));
+    // Same members, same assignment as when the batch was produced: each folded its own partitions.
+    expect((await groupView(admin, settings)).members).toEqual(both.members);
+
+    const t0 = performance.now();
+    await stopWorker(a, "SIGKILL");
+    await produce(settings, after.map(observationMessage));
+    const ends2 = await ends(admin, settings);
+    // The killed worker's partitions got new records: only a takeover can fold them.
+    for (const p of aParts) expect(ends2.get(p)!, `partition ${p}`).toBeGreaterThan(ends1.get(p)!);
+
+    // Timeline of the takeover, polled (no fixed waits).
+    let droppedMs: number | undefined; // the coordinator expired the dead member's session
+    let stableMs: number | undefined; // the survivor alone, Stable, holding every partition
+    const doneMs = await waitFor(
+      "the survivor committed every partition's end offset",
+      async () => {
+        const now = performance.now() - t0;
+        const g = await groupView(admin, settings);
+        if (droppedMs === undefined && !g.members.has(aId)) droppedMs = now;
+        if (stableMs === undefined && g.state === "Stable" && g.members.size === 1 && g.members.get(bId)?.length === PARTITIONS) stableMs = now;
+        return caughtUp(await committed(admin, settings), ends2) ? performance.now() - t0 : undefined;
+      },
+      120_000,
+    );
+    const s = (ms: number | undefined) => (ms === undefined ? "?" : (ms / 1000).toFixed(2));
+    console.log(`[failover] kill -> dead member dropped ${s(droppedMs)} s, survivor holds all ${PARTITIONS} partitions ${s(stableMs)} s, every partition committed ${s(doneMs)} s`);
+
+    expect(doneMs).toBeLessThanOrEqual(TAKEOVER_DEADLINE_MS);
+    const final = await groupView(admin, settings);
+    expect([...final.members.keys()]).toEqual([bId]);
+    expect(final.members.get(bId)).toEqual([0, 1, 2, 3, 4, 5]);
+    const diff = comparePackets(await readAllPackets(settings), expectedPackets(observations));
+    expect(diff).toEqual({ missing: [], extra: [], different: [] });
+  });
+});

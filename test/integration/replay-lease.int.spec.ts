@@ -1,0 +1,162 @@
+/**
+ * A replay never strands the fleet and never waits forever: its pause has a
+ * lease that runs out when the replaying process dies, SIGINT releases it at
+ * once, and a log it cannot read ends it within seconds with the cause.
+ * A member of the fold group that never acknowledges the pause (a kafkajs
+ * consumer with every partition paused) holds the promote in its pause, so the
+ * kill lands inside it every time.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { afterEach, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import type { Consumer } from "kafkajs";
+import { runReplay } from "../../consumers/replay.js";
+import { observationMessage } from "../../producers/observation-message.js";
+import { produce } from "../../producers/produce.js";
+import { simulate } from "../../producers/simulation.js";
+import { createKafka } from "../../src/adapters/kafka/client.js";
+import type { Settings } from "../../src/config.js";
+import type { Observation } from "../../src/core/index.js";
+import { produceRawBatch } from "../support/kafka-raw.js";
+import { BIN, comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
+import { encodeRecords, lz4StoredFrame, recordBatch } from "../support/record-batch.js";
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+const LEASE_SECONDS = 4;
+
+function workload(seed: number, startTime = "2026-11-01T00:00:00Z"): Observation[] {
+  return [...simulate({ agents: 6, observationsPerAgent: 25, scopesPerAgent: 2, snapshotEvery: 10, seed, startTime })].map((d) => d.observation);
+}
+
+async function until(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<number> {
+  const started = Date.now();
+  while (!(await cond())) {
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return Date.now() - started;
+}
+
+/** A fold-group member that takes partitions and never acknowledges a pause. */
+async function zombieMember(settings: Settings): Promise<Consumer> {
+  const consumer = createKafka({ brokers: settings.brokers, clientId: "mufold-test-zombie" }).consumer({ groupId: settings.group, sessionTimeout: 10_000, heartbeatInterval: 1_000 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: settings.topic, fromBeginning: true });
+  await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: async () => undefined });
+  consumer.pause([{ topic: settings.topic }]);
+  return consumer;
+}
+
+async function members(settings: Settings): Promise<number> {
+  const admin = createKafka({ brokers: settings.brokers, clientId: "mufold-test-members" }).admin();
+  await admin.connect();
+  try {
+    return (await admin.describeGroups([settings.group])).groups[0]?.members.length ?? 0;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+function spawnReplay(settings: Settings, args: string[]): { child: ChildProcess; exited: Promise<number | null>; stderr: () => string } {
+  const child = spawn(process.execPath, [BIN, "replay", ...args], {
+    env: {
+      ...process.env,
+      KAFKA_BROKERS: settings.brokers.join(","),
+      REDIS_URL: settings.redisUrl,
+      MUFOLD_TOPIC: settings.topic,
+      MUFOLD_GROUP: settings.group,
+      MUFOLD_PREFIX: settings.prefix,
+      MUFOLD_PAUSE_LEASE_SECONDS: String(LEASE_SECONDS),
+      MUFOLD_LOG_LEVEL: "error",
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let err = "";
+  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  cleanups.push(async () => {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  });
+  return { child, exited, stderr: () => err };
+}
+
+/** A fold, a zombie member, and a replay --promote spawned and caught inside its pause. */
+async function promoteHeldInPause(settings: Settings, redis: Redis) {
+  const observations = workload(91);
+  await produce(settings, observations.map(observationMessage));
+  const worker = spawnWorker(settings, { MUFOLD_PAUSE_LEASE_SECONDS: String(LEASE_SECONDS) });
+  cleanups.push(() => stopWorker(worker));
+  await waitCaughtUp(settings);
+  const zombie = await zombieMember(settings);
+  cleanups.push(() => zombie.disconnect());
+  await until("the zombie to join", async () => (await members(settings)) === 2);
+  const liveBefore = await redis.hget(`${settings.prefix}:control`, "generation");
+  const replay = spawnReplay(settings, ["--promote"]);
+  await until("the promote to pause the fleet", async () => (await redis.hget(`${settings.prefix}:control`, "paused")) === "1");
+  return { observations, worker, zombie, replay, liveBefore };
+}
+
+describe("replay: leases, signals and deadlines", () => {
+  it("a replay killed mid-promote: the folds resume when its lease runs out, nothing is lost, verify passes", async () => {
+    const settings = testSettings({ partitions: 3 });
+    const redis = new Redis(settings.redisUrl);
+    cleanups.push(() => redis.quit(), () => dropPrefix(settings));
+    const { observations, zombie, replay, liveBefore } = await promoteHeldInPause(settings, redis);
+    replay.child.kill("SIGKILL");
+    await replay.exited;
+    const killedAt = Date.now();
+    await zombie.disconnect();
+    cleanups.pop();
+    // Nothing was promoted, and the pause is still set: only its lease can end it.
+    expect(await redis.hget(`${settings.prefix}:control`, "generation")).toBe(liveBefore);
+    expect(await redis.hget(`${settings.prefix}:control`, "paused")).toBe("1");
+    const more = workload(92, "2026-11-20T00:00:00Z");
+    await produce(settings, more.map(observationMessage));
+    await waitCaughtUp(settings, 60_000);
+    const resumedAfter = Date.now() - killedAt;
+    console.log(`[lease] folds resumed ${resumedAfter} ms after the replay was killed (lease ${LEASE_SECONDS}s, session timeout of the zombie 10s)`);
+    expect(comparePackets(await readAllPackets(settings), expectedPackets([...observations, ...more]))).toEqual({ missing: [], extra: [], different: [] });
+    const verify = await runReplay(settings, { verify: true, promote: false }, quietLog);
+    expect({ verified: verify.verified, mismatches: verify.mismatches }).toEqual({ verified: true, mismatches: 0 });
+  });
+
+  it("SIGINT during a promote releases the pause at once, drops the shadow and exits non-zero with one line", async () => {
+    const settings = testSettings({ partitions: 3 });
+    const redis = new Redis(settings.redisUrl);
+    cleanups.push(() => redis.quit(), () => dropPrefix(settings));
+    const { replay, liveBefore } = await promoteHeldInPause(settings, redis);
+    const sent = Date.now();
+    replay.child.kill("SIGINT");
+    const code = await replay.exited;
+    const exitMs = Date.now() - sent;
+    console.log(`[lease] replay exited ${exitMs} ms after SIGINT with code ${code}`);
+    expect(code).not.toBe(0);
+    expect(code).not.toBeNull();
+    expect(exitMs).toBeLessThan(10_000);
+    expect(replay.stderr()).toMatch(/stopped by a signal/);
+    expect(await redis.hget(`${settings.prefix}:control`, "paused")).toBe("0");
+    expect(await redis.hget(`${settings.prefix}:control`, "generation")).toBe(liveBefore);
+    expect((await redis.keys(`${settings.prefix}:g*:index`)).sort()).toEqual([`${settings.prefix}:g${liveBefore}:index`]);
+  });
+
+  it("a log the replay cannot read (an undecodable batch) ends it within seconds with the cause", async () => {
+    const settings = testSettings({ partitions: 1 });
+    cleanups.push(() => dropPrefix(settings));
+    const observations = workload(93).slice(0, 20);
+    await produce(settings, observations.map(observationMessage));
+    const records = observations.slice(0, 2).map((o) => {
+      const m = observationMessage(o);
+      return { key: String(m.key), value: String(m.value), headers: { schema: "memory_utility_observation_v0" } };
+    });
+    await produceRawBatch(settings.brokers, settings.topic, 0, recordBatch({ codec: 3, count: 2, payload: lz4StoredFrame(encodeRecords(records), { corruptChecksum: true }) }));
+    const started = Date.now();
+    await expect(runReplay(settings, { verify: false, promote: false }, quietLog)).rejects.toThrow(/cannot be decoded/);
+    const failedAfter = Date.now() - started;
+    console.log(`[lease] replay on an undecodable batch failed after ${failedAfter} ms`);
+    expect(failedAfter).toBeLessThan(30_000);
+  });
+});

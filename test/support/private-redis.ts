@@ -1,0 +1,78 @@
+/**
+ * A Redis server of one test's own (a free port, its own directory, AOF on),
+ * so a test can stop it and start it again with its data without touching
+ * the shared Redis other tests use.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export class PrivateRedis {
+  private process: ChildProcess | undefined;
+
+  private constructor(
+    readonly port: number,
+    private readonly dir: string,
+    private readonly extraArgs: string[],
+  ) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  static async start(extraArgs: string[] = []): Promise<PrivateRedis> {
+    const redis = new PrivateRedis(await freePort(), mkdtempSync(join(tmpdir(), "mufold-redis-")), extraArgs);
+    await redis.up();
+    return redis;
+  }
+
+  /** Start (again) on the same port and directory: the AOF brings the data back. */
+  async up(): Promise<void> {
+    this.process = spawn("redis-server", ["--port", String(this.port), "--bind", "127.0.0.1", "--dir", this.dir, "--appendonly", "yes", "--appendfsync", "always", "--save", "", ...this.extraArgs], {
+      stdio: "ignore",
+    });
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      try {
+        await probe.connect();
+        if ((await probe.ping()) === "PONG") return;
+      } catch {
+        /* not yet */
+      } finally {
+        probe.disconnect();
+      }
+      if (Date.now() > deadline) throw new Error(`private redis-server on ${this.port} did not start`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Stop the server (its AOF keeps the data); resolves when the process has exited. */
+  async down(): Promise<void> {
+    const child = this.process;
+    if (child === undefined || child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill("SIGTERM");
+    await exited;
+    this.process = undefined;
+  }
+
+  async remove(): Promise<void> {
+    await this.down();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,45 @@
+import { describe, expect, it } from "vitest";
+import { compareBytes } from "../../src/core/byte-order.js";
+import {
+  canonicalJson,
+  contextOfObservation,
+  emptyIdentityState,
+  foldDelivery,
+  observationToPy,
+  projectIdentityState,
+  reducerIdentity,
+  validateObservation,
+  type Observation,
+} from "../../src/core/index.js";
+import { assembleParts, computeParts } from "../../src/core/packet-parts.js";
+import { simulate } from "../../producers/simulation.js";
+
+describe("compareBytes", () => {
+  it("orders by UTF-8 bytes (code points), not UTF-16 units", () => {
+    const astral = "\u{1F600}"; // F0 9F 98 80 in UTF-8, a surrogate pair in UTF-16
+    expect(Buffer.compare(Buffer.from(astral), Buffer.from("\uFFFF"))).toBe(1); // the expected order, from the encodings
+    expect(compareBytes(astral, "\uFFFF")).toBeGreaterThan(0);
+    expect(astral < "\uFFFF").toBe(true); // what `<` says instead
+    const words = ["b", "\uE000", "a\u{10000}", "a", "\uD7FF", "\u{1F600}", "", "ab"];
+    const byEncoding = [...words].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+    expect([...words].sort(compareBytes)).toEqual(byEncoding);
+  });
+});
+
+describe("the fragment path orders history like the reducer when created_at holds astral characters", () => {
+  it("two entries at one instant whose separators straddle U+FFFF", () => {
+    const all = [...simulate({ agents: 1, observationsPerAgent: 40, scopesPerAgent: 1, snapshotEvery: 1000, seed: 9 })].map((d) => d.observation);
+    const context = contextOfObservation(all[0]!, "memory_utility_reducer_v0");
+    const same = all.filter((o) => reducerIdentity(contextOfObservation(o, "memory_utility_reducer_v0")) === reducerIdentity(context));
+    const ids = [...new Set(same.map((o) => o.observation_id))];
+    expect(ids.length).toBeGreaterThanOrEqual(2);
+    const pick = (id: string, sep: string): Observation => {
+      const py = observationToPy(same.find((o) => o.observation_id === id)!);
+      py.created_at = `2026-11-01${sep}00:00:00+00:00`;
+      return validateObservation(py);
+    };
+    const state = emptyIdentityState();
+    for (const o of [pick(ids[0]!, "\u{1F600}"), pick(ids[1]!, "\uFFFF")]) foldDelivery(state, o);
+    expect(assembleParts(computeParts(context, state))).toBe(canonicalJson(projectIdentityState(context, state)));
+  });
+});

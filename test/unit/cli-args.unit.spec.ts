@@ -1,0 +1,135 @@
+/** The argument parser, the typed flag values and `read`'s target, all checked before any work. */
+import { describe, expect, it } from "vitest";
+import { UsageError, parseCommandArgs, type CommandSpec } from "../../src/cli/args.js";
+import { readTarget } from "../../src/cli/read.js";
+import { READ, UTILITY_PROJECT } from "../../src/cli/specs.js";
+import { intFlag, listenAddress, numberFlag, parsePort } from "../../src/cli/values.js";
+import { identityOf } from "../../src/readback.js";
+
+const spec: CommandSpec = { name: "t", usage: "usage: t\n", flags: { input: { type: "string" }, raw: { type: "boolean" }, rate: { type: "string" } } };
+
+/** The UsageError message of a throwing call. */
+function usageError(f: () => unknown): string {
+  try {
+    f();
+  } catch (err) {
+    expect(err).toBeInstanceOf(UsageError);
+    return (err as Error).message;
+  }
+  throw new Error("expected a UsageError");
+}
+
+describe("parseCommandArgs", () => {
+  it("reads --name value, --name=value and booleans; the last repeat wins", () => {
+    expect(parseCommandArgs(spec, ["--input", "a.json", "--raw", "--rate=0.5", "--input", "b.json"])).toEqual({
+      help: false,
+      values: { input: "b.json", raw: true, rate: "0.5" },
+    });
+  });
+
+  it("answers help for --help or -h anywhere, even after a bad option", () => {
+    for (const args of [["--help"], ["-h"], ["--bogus", "--help"], ["--input", "x", "-h"], ["--input"].concat("--help")]) {
+      expect(parseCommandArgs(spec, args)).toEqual({ help: true });
+    }
+    // After "--" it is an argument, not a flag.
+    expect(usageError(() => parseCommandArgs(spec, ["--", "--help"]))).toBe('unexpected argument "--help"');
+  });
+
+  it("names an unknown option, a stray argument, a missing value and a value given to a boolean", () => {
+    expect(usageError(() => parseCommandArgs(spec, ["--bogus"]))).toBe("unknown option --bogus");
+    expect(usageError(() => parseCommandArgs(spec, ["--bogus=1"]))).toBe("unknown option --bogus");
+    expect(usageError(() => parseCommandArgs(spec, ["-x"]))).toBe("unknown option -x");
+    expect(usageError(() => parseCommandArgs(spec, ["file.json"]))).toBe('unexpected argument "file.json"');
+    expect(usageError(() => parseCommandArgs(spec, ["--input"]))).toBe("option --input needs a value");
+    expect(usageError(() => parseCommandArgs(spec, ["--input", "--raw"]))).toMatch(/^option --input needs a value \(write --input=--raw/);
+    expect(usageError(() => parseCommandArgs(spec, ["--raw=yes"]))).toBe("option --raw takes no value");
+    // Abbreviations are off unless the command asks for them.
+    expect(usageError(() => parseCommandArgs(spec, ["--inp", "x"]))).toBe("unknown option --inp");
+  });
+
+  it("takes '-' and negative numbers as values (argparse's rule), so a range check can name them", () => {
+    expect(parseCommandArgs(spec, ["--input", "-"])).toEqual({ help: false, values: { input: "-" } });
+    expect(parseCommandArgs(spec, ["--rate", "-1"])).toEqual({ help: false, values: { rate: "-1" } });
+    expect(parseCommandArgs(spec, ["--rate", "-.5"])).toEqual({ help: false, values: { rate: "-.5" } });
+  });
+
+  it("reward-memory accepts unique prefixes as the reference's argparse does, and refuses ambiguous ones", () => {
+    expect(parseCommandArgs(UTILITY_PROJECT, ["--inp", "f.json", "--form", "json"])).toEqual({ help: false, values: { input: "f.json", format: "json" } });
+    expect(parseCommandArgs(UTILITY_PROJECT, ["--he"])).toEqual({ help: true });
+    const ambiguous: CommandSpec = { ...UTILITY_PROJECT, flags: { input: { type: "string" }, inplace: { type: "boolean" } } };
+    expect(usageError(() => parseCommandArgs(ambiguous, ["--in", "x"]))).toBe("ambiguous option --in: could be --input, --inplace");
+  });
+});
+
+describe("typed flag values", () => {
+  it("ports: 0-65535 digits only, the source named", () => {
+    expect(parsePort("0", "--port")).toBe(0);
+    expect(parsePort("65535", "--port")).toBe(65535);
+    for (const bad of ["abc", "-1", "65536", "80.5", "", " 80", "1e3"]) {
+      expect(usageError(() => parsePort(bad, "--http-port"))).toBe(`invalid --http-port = ${JSON.stringify(bad)}: must be a port number from 0 to 65535`);
+    }
+  });
+
+  it("fold and serve share one port check, for the flag and for MUFOLD_HTTP_PORT", () => {
+    expect(listenAddress({}, { port: "http-port", host: "http-host" }, undefined, {})).toBeUndefined();
+    expect(listenAddress({ "http-port": "9100" }, { port: "http-port", host: "http-host" }, undefined, {})).toEqual({ port: 9100, host: "127.0.0.1" });
+    expect(listenAddress({}, { port: "port", host: "host" }, 8080, { MUFOLD_HTTP_HOST: "0.0.0.0" })).toEqual({ port: 8080, host: "0.0.0.0" });
+    expect(usageError(() => listenAddress({ "http-port": "abc" }, { port: "http-port", host: "http-host" }, undefined, {}))).toMatch(/^invalid --http-port = "abc"/);
+    expect(usageError(() => listenAddress({}, { port: "port", host: "host" }, 8080, { MUFOLD_HTTP_PORT: "x" }))).toMatch(/^invalid MUFOLD_HTTP_PORT = "x"/);
+    expect(usageError(() => listenAddress({ host: " " }, { port: "port", host: "host" }, 8080, {}))).toBe("invalid --host: empty");
+  });
+
+  it("integers and numbers: the default when absent, else in range, or an error naming the flag", () => {
+    expect(intFlag(undefined, "agents", 50, { min: 1 })).toBe(50);
+    expect(intFlag("7", "agents", 50, { min: 1 })).toBe(7);
+    expect(usageError(() => intFlag("-1", "agents", 50, { min: 1 }))).toBe('invalid --agents = "-1": must be an integer at least 1');
+    expect(usageError(() => intFlag("2.5", "agents", 50, { min: 1 }))).toBe('invalid --agents = "2.5": must be an integer at least 1');
+    expect(usageError(() => intFlag("99999999999999999999", "seed", 1, { min: 0 }))).toMatch(/^invalid --seed/);
+    expect(numberFlag("0.25", "duplicate-rate", 0.1, { min: 0, max: 1 })).toBe(0.25);
+    expect(usageError(() => numberFlag("x", "rate", 0, { min: 0 }))).toBe('invalid --rate = "x": must be a number at least 0');
+    expect(usageError(() => numberFlag("1.5", "conflict-rate", 0, { min: 0, max: 1 }))).toBe('invalid --conflict-rate = "1.5": must be a number from 0 to 1');
+    expect(usageError(() => numberFlag("Infinity", "rate", 0, { min: 0 }))).toMatch(/^invalid --rate/);
+  });
+});
+
+describe("read: what to read, decided before connecting", () => {
+  const scope = { agent: "agent-1", project: "proj", corpus: "corpus", surface: "surface", retrieval: "retrieval:1", policy: "policy:1" };
+  const parsed = (args: string[]) => {
+    const p = parseCommandArgs(READ, args);
+    if (p.help) throw new Error("unexpected help");
+    return p.values;
+  };
+
+  it("a partial scope names every missing flag", () => {
+    expect(usageError(() => readTarget(parsed(["--agent", "A"]), "memory_utility_reducer_v0"))).toBe(
+      "missing --project, --corpus, --surface, --retrieval, --policy: a scope needs all six of --agent --project --corpus --surface --retrieval --policy",
+    );
+  });
+
+  it("an identity must be mur_ and 64 lowercase hex digits", () => {
+    const good = `mur_${"ab".repeat(32)}`;
+    expect(readTarget(parsed(["--identity", good]), "v")).toEqual({ list: false, identity: good, validate: false });
+    for (const bad of ["garbage", `mur_${"AB".repeat(32)}`, `mur_${"a".repeat(63)}`, `mur_${"a".repeat(65)}`, `mui_${"a".repeat(64)}`]) {
+      expect(usageError(() => readTarget(parsed(["--identity", bad]), "v"))).toMatch(/^invalid --identity ".*": must be mur_ followed by 64 lowercase hex digits$/);
+    }
+  });
+
+  it("the six flags give the identity a consumer computes itself", () => {
+    const args = Object.entries(scope).flatMap(([k, v]) => [`--${k}`, v]);
+    const expected = identityOf({
+      scope: { agent_id: "agent-1", project_id: "proj", corpus_id: "corpus", surface_id: "surface" },
+      retrieval_snapshot_ref: "retrieval:1",
+      policy_snapshot_ref: "policy:1",
+      reducer_version: "memory_utility_reducer_v0",
+    });
+    expect(readTarget(parsed([...args, "--validate"]), "memory_utility_reducer_v0")).toEqual({ list: false, identity: expected, validate: true });
+    expect(usageError(() => readTarget(parsed([...args.slice(0, -2), "--policy=-policy"]), "memory_utility_reducer_v0"))).toMatch(/^invalid scope or snapshot ref: /);
+  });
+
+  it("exactly one of --identity, the scope or --list", () => {
+    expect(usageError(() => readTarget(parsed([]), "v"))).toMatch(/^needs --identity mur_…, the six scope flags/);
+    expect(usageError(() => readTarget(parsed(["--list", "--agent", "A"]), "v"))).toBe("give one of --identity, the six scope flags or --list, not several");
+    expect(usageError(() => readTarget(parsed(["--list", "--validate"]), "v"))).toBe("--validate checks one packet: it does not go with --list");
+    expect(readTarget(parsed(["--list"]), "v")).toEqual({ list: true });
+  });
+});

@@ -1,0 +1,240 @@
+/**
+ * The `mufold` command in-process: --help everywhere, --version, unknown
+ * options and bad values answered with one line and exit 2, all before any
+ * connection (KAFKA_BROKERS and REDIS_URL point at a listener that counts
+ * connections), fatal errors as one JSON line for the JSON-logging commands,
+ * and a closed stdout ending the command quietly.
+ */
+import { readFileSync, writeFileSync, mkdtempSync } from "node:fs";
+import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { main } from "../../src/cli/main.js";
+import { createLogger, logLevelFromEnv } from "../../src/log.js";
+
+const PACKAGE = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+
+let listener: Server;
+let connections = 0;
+const sockets: Socket[] = [];
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  listener = createServer((socket) => {
+    connections++;
+    sockets.push(socket);
+  });
+  await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+  const { port } = listener.address() as AddressInfo;
+  process.env.KAFKA_BROKERS = `127.0.0.1:${port}`;
+  process.env.REDIS_URL = `redis://127.0.0.1:${port}`;
+  process.env.MUFOLD_CONNECT_TIMEOUT_MS = "500";
+  delete process.env.MUFOLD_LOG_LEVEL;
+  delete process.env.MUFOLD_HTTP_PORT;
+});
+
+afterAll(async () => {
+  for (const s of sockets) s.destroy();
+  await new Promise((resolve) => listener.close(resolve));
+  process.env = saved;
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+  delete process.env.MUFOLD_LOG_LEVEL;
+});
+
+type WriteCallback = (err?: Error | null) => void;
+
+/** Run main with stdout/stderr captured; `stdoutError` makes every stdout write fail with it. */
+async function run(args: string[], stdoutError?: NodeJS.ErrnoException): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const capture = (sink: string[], fail?: NodeJS.ErrnoException) =>
+    ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      if (fail === undefined) sink.push(String(chunk));
+      const cb = rest.find((r): r is WriteCallback => typeof r === "function");
+      if (cb) queueMicrotask(() => cb(fail ?? null));
+      return true;
+    }) as typeof process.stdout.write;
+  vi.spyOn(process.stdout, "write").mockImplementation(capture(out, stdoutError));
+  vi.spyOn(process.stderr, "write").mockImplementation(capture(err));
+  const code = await main(args);
+  vi.restoreAllMocks();
+  return { code, stdout: out.join(""), stderr: err.join("") };
+}
+
+const oneLine = (text: string) => text.endsWith("\n") && !text.slice(0, -1).includes("\n");
+/** The message of a fatal line: plain, or the msg of a JSON log line (fold, serve, replay). */
+const message = (line: string) => (line.startsWith("{") ? (JSON.parse(line) as { msg: string }).msg : line);
+
+const COMMANDS = [
+  "produce",
+  "simulate",
+  "fold",
+  "read",
+  "replay",
+  "serve",
+  "demo",
+  "config explain",
+  "reward-memory utility-project",
+  "reward-memory validate",
+];
+
+describe("--help and --version", () => {
+  for (const command of COMMANDS) {
+    for (const flag of ["--help", "-h"]) {
+      it(`mufold ${command} ${flag}: its usage on stdout, exit 0, no connection`, async () => {
+        const before = connections;
+        const r = await run([...command.split(" "), flag]);
+        expect(r.code).toBe(0);
+        expect(r.stdout.startsWith(`usage: mufold ${command} `)).toBe(true);
+        expect(r.stderr).toBe("");
+        expect(connections).toBe(before);
+      });
+    }
+  }
+
+  it("help comes first wherever it is, even after other flags", async () => {
+    const r = await run(["read", "--identity", "garbage", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^usage: mufold read /);
+  });
+
+  it("mufold --help, -h, help and help <command> print usage; mufold alone prints it on stderr with exit 2", async () => {
+    for (const args of [["--help"], ["-h"], ["help"]]) {
+      const r = await run(args);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/^usage: mufold <command>/);
+      for (const command of COMMANDS) expect(r.stdout).toContain(`mufold ${command.split(" ")[0]}`);
+    }
+    expect((await run(["help", "fold"])).stdout).toMatch(/^usage: mufold fold /);
+    expect((await run(["reward-memory", "--help"])).stdout).toContain("mufold reward-memory utility-project");
+    const bare = await run([]);
+    expect(bare.code).toBe(2);
+    expect(bare.stdout).toBe("");
+    expect(bare.stderr).toMatch(/^usage: mufold <command>/);
+  });
+
+  it("--version and -V print the version of package.json", async () => {
+    for (const flag of ["--version", "-V"]) {
+      const r = await run([flag]);
+      expect(r).toEqual({ code: 0, stdout: `${PACKAGE.version}\n`, stderr: "" });
+    }
+  });
+});
+
+describe("bad command lines: exit 2 with one line, before any work", () => {
+  for (const command of COMMANDS) {
+    it(`mufold ${command} --bogus`, async () => {
+      const before = connections;
+      const r = await run([...command.split(" "), "--bogus"]);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(oneLine(r.stderr)).toBe(true);
+      expect(message(r.stderr)).toContain("unknown option --bogus");
+      expect(connections).toBe(before);
+    });
+  }
+
+  it("an unknown command, subcommand or top-level option", async () => {
+    for (const [args, text] of [
+      [["bogus"], 'unknown command "bogus"'],
+      [["--bogus"], "unknown option --bogus"],
+      [["config", "show"], 'unknown subcommand "show" of mufold config'],
+      [["reward-memory", "reduce"], 'unknown subcommand "reduce" of mufold reward-memory'],
+    ] as const) {
+      const r = await run([...args]);
+      expect(r.code).toBe(2);
+      expect(oneLine(r.stderr)).toBe(true);
+      expect(r.stderr).toContain(text);
+    }
+  });
+
+  for (const [args, text] of [
+    [["read", "--agent", "A"], "missing --project, --corpus, --surface, --retrieval, --policy"],
+    [["read", "--identity", "garbage"], 'invalid --identity "garbage"'],
+    [["simulate", "--agents", "-1"], 'invalid --agents = "-1"'],
+    [["simulate", "--rate", "x"], 'invalid --rate = "x"'],
+    [["simulate", "--duplicate-rate", "2"], 'invalid --duplicate-rate = "2"'],
+    [["replay", "--drop-after", "soon"], 'invalid --drop-after = "soon"'],
+    [["serve", "--port", "99999"], 'invalid --port = "99999"'],
+    [["produce", "--input"], "option --input needs a value"],
+  ] as const) {
+    it(`mufold ${args.join(" ")}`, async () => {
+      const before = connections;
+      const r = await run([...args]);
+      expect(r.code).toBe(2);
+      expect(oneLine(r.stderr)).toBe(true);
+      expect(message(r.stderr)).toContain(text);
+      expect(connections).toBe(before);
+    });
+  }
+
+  it("fold --http-port abc: one JSON log line (the fold logs JSON), before it joins anything", async () => {
+    const before = connections;
+    const r = await run(["fold", "--http-port", "abc"]);
+    expect(r.code).toBe(2);
+    expect(oneLine(r.stderr)).toBe(true);
+    const line = JSON.parse(r.stderr) as Record<string, unknown>;
+    expect(line).toMatchObject({ level: "fatal", service: "mufold", command: "fold", exitCode: 2 });
+    expect(line.msg).toMatch(/^invalid --http-port = "abc": must be a port number from 0 to 65535/);
+    expect(Number.isNaN(Date.parse(String(line.time)))).toBe(false);
+    expect(connections).toBe(before);
+  });
+
+  it("MUFOLD_HTTP_PORT is checked like --http-port", async () => {
+    process.env.MUFOLD_HTTP_PORT = "eighty";
+    try {
+      const r = await run(["fold"]);
+      expect(r.code).toBe(2);
+      expect((JSON.parse(r.stderr) as { msg: string }).msg).toMatch(/^invalid MUFOLD_HTTP_PORT = "eighty"/);
+    } finally {
+      delete process.env.MUFOLD_HTTP_PORT;
+    }
+  });
+});
+
+describe("MUFOLD_LOG_LEVEL", () => {
+  it("an unknown level is refused with one line naming it, as JSON for the fold, before any connection", async () => {
+    process.env.MUFOLD_LOG_LEVEL = "verbose";
+    const before = connections;
+    const read = await run(["read", "--list"]);
+    expect(read.code).toBe(2);
+    expect(read.stderr).toBe('mufold read: invalid MUFOLD_LOG_LEVEL = "verbose": must be one of debug, info, warn, error, silent\n');
+    const fold = await run(["fold"]);
+    expect(fold.code).toBe(2);
+    expect(JSON.parse(fold.stderr)).toMatchObject({ level: "fatal", command: "fold", msg: 'invalid MUFOLD_LOG_LEVEL = "verbose": must be one of debug, info, warn, error, silent' });
+    expect((await run(["config", "explain"])).code).toBe(2);
+    expect(connections).toBe(before);
+  });
+
+  it("logLevelFromEnv and createLogger refuse what they do not know; unset means info", () => {
+    expect(logLevelFromEnv({})).toBe("info");
+    expect(logLevelFromEnv({ MUFOLD_LOG_LEVEL: "warn" })).toBe("warn");
+    expect(() => logLevelFromEnv({ MUFOLD_LOG_LEVEL: "INFO" })).toThrow(/invalid MUFOLD_LOG_LEVEL = "INFO"/);
+    expect(() => createLogger({}, "trace" as never)).toThrow(/invalid log level "trace"/);
+  });
+});
+
+describe("a closed standard output", () => {
+  const epipe = Object.assign(new Error("write EPIPE"), { code: "EPIPE" });
+
+  it("ends the command quietly with exit 141, no stack", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mufold-cli-"));
+    const input = join(dir, "in.json");
+    writeFileSync(input, JSON.stringify({ observations: [], scope: {}, retrieval_snapshot_ref: "r", policy_snapshot_ref: "p" }));
+    for (const args of [["--help"], ["fold", "--help"], ["reward-memory", "utility-project", "--input", input], ["config", "explain"]]) {
+      const r = await run(args, epipe);
+      expect(r.code).toBe(141);
+      expect(r.stderr).toBe("");
+    }
+  });
+
+  it("any other write error is still reported", async () => {
+    const r = await run(["config", "explain"], Object.assign(new Error("disk full"), { code: "ENOSPC" }));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe("mufold config explain: Error: disk full\n");
+  });
+});

@@ -1,0 +1,245 @@
+/**
+ * The fold engine (decide, plan, diff, watermarks, sealing, re-announce) on
+ * the memory store, given/when/then. Records go through the batch router as
+ * Kafka would deliver them; packets are checked against the pure reducer.
+ */
+import { createHash } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { routeRecords } from "../../consumers/batch-router.js";
+import type { SourceRecord } from "../../consumers/dlq.js";
+import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../consumers/identity-applier.js";
+import { simulate, type SimulatedDelivery } from "../../producers/simulation.js";
+import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";
+import { canonicalJson, observationToPy, type Observation } from "../../src/core/index.js";
+import { StateLostError } from "../../src/fold/identity-store.js";
+import { OBSERVATION_SCHEMA_HEADER } from "../../src/fold/record-decision.js";
+import { scopeKey } from "../../src/fold/scope-key.js";
+import { reducerPackets } from "../support/identity-store-contract.js";
+
+const G = 1;
+const DECISION = { reducerVersion: "memory_utility_reducer_v0", maxValueBytes: 65_536 };
+
+/** One agent, one scope, one snapshot: every delivery is of one identity. */
+function oneIdentity(observations: number, options: { duplicateRate?: number; conflictRate?: number; seed?: number; memories?: number } = {}): SimulatedDelivery[] {
+  return [...simulate({ agents: 1, observationsPerAgent: observations, snapshotEvery: 100_000, duplicateRate: 0.1, conflictRate: 0.05, seed: 3, ...options })];
+}
+
+function record(observation: Observation, partition: number, offset: number): SourceRecord {
+  return {
+    topic: "t",
+    partition,
+    offset: String(offset),
+    key: Buffer.from(scopeKey(observation.scope)),
+    value: Buffer.from(canonicalJson(observationToPy(observation))),
+    headers: { schema: OBSERVATION_SCHEMA_HEADER },
+  };
+}
+
+/** Observations `from..to` (inclusive) of a list, delivered at their index as offset, decided and routed. */
+function delivered(all: readonly SimulatedDelivery[], from: number, to: number, partition = 0): IdentityBatch[] {
+  const records = all.slice(from, to + 1).map((d, i) => record(d.observation, partition, from + i));
+  const routed = routeRecords(records, DECISION);
+  expect(routed.rejected).toEqual([]);
+  return routed.identities;
+}
+
+const observations = (all: readonly SimulatedDelivery[], from: number, to: number) => all.slice(from, to + 1).map((d) => d.observation);
+const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+const worker = (store: MemoryIdentityStore, feed = true) => new IdentityApplier(store, 100, { feed });
+
+async function onlyIdentity(store: MemoryIdentityStore): Promise<string> {
+  const ids = await store.listIdentities(G);
+  expect(ids).toHaveLength(1);
+  return ids[0]!;
+}
+
+/** The packet read back is the reducer's over exactly these observations. */
+async function expectPacketOf(store: MemoryIdentityStore, expected: readonly Observation[]): Promise<string> {
+  const id = await onlyIdentity(store);
+  const packet = await store.read(G, id);
+  expect(packet).toBe(reducerPackets(expected).get(id));
+  return packet!;
+}
+
+async function version(store: MemoryIdentityStore): Promise<string | undefined> {
+  return (await store.load(G, await onlyIdentity(store))).meta.v;
+}
+
+describe("given records of which some are not observations", () => {
+  it("when a batch is decided and applied, then the bad ones are left for the DLQ and the rest is folded", async () => {
+    const all = oneIdentity(6);
+    const good = all.map((d, i) => record(d.observation, 0, i));
+    const notJson = { ...record(all[0]!.observation, 0, 6), value: Buffer.from("{not json") };
+    const wrongKey = { ...record(all[1]!.observation, 0, 7), key: Buffer.from("agent:x/p/c/s") };
+    const routed = routeRecords([...good.slice(0, 3), notJson, ...good.slice(3), wrongKey], DECISION);
+    expect(routed.rejected.map((r) => r.reason)).toEqual(["value_not_json", "key_scope_mismatch"]);
+    const store = new MemoryIdentityStore();
+    const stats = await worker(store).applyAll(G, routed.identities);
+    expect(stats.applied).toBe(6);
+    await expectPacketOf(store, observations(all, 0, 5));
+  });
+});
+
+describe("given an identity with deliveries at offsets 0..10 on partition 0", () => {
+  const all = oneIdentity(21);
+  const given = async (store: MemoryIdentityStore, applier: IdentityApplier) => {
+    await applier.applyAll(G, delivered(all, 0, 10));
+    expect(await version(store)).toBe("1");
+  };
+
+  for (const [how, next] of [
+    ["the worker's cached model", (_store: MemoryIdentityStore, applier: IdentityApplier) => applier],
+    ["a model reloaded from the store", (store: MemoryIdentityStore) => worker(store)],
+  ] as const) {
+    it(`when a batch redelivers offsets 5..12 (${how}), then only 11 and 12 are applied and the version moves by 1`, async () => {
+      const store = new MemoryIdentityStore();
+      const first = worker(store);
+      await given(store, first);
+      const stats = await next(store, first).applyAll(G, delivered(all, 5, 12));
+      expect(stats).toMatchObject({ applied: 2, duplicatesSkipped: 6, casRetries: 0 });
+      expect(await version(store)).toBe("2");
+      expect((await store.load(G, await onlyIdentity(store))).meta["w:t:0"]).toBe("12");
+      await expectPacketOf(store, observations(all, 0, 12));
+    });
+  }
+
+  it("when offsets 0..2 of partition 1 arrive, then they are applied: each partition has its own watermark", async () => {
+    const store = new MemoryIdentityStore();
+    const applier = worker(store);
+    await given(store, applier);
+    const stats = await applier.applyAll(G, delivered(all, 11, 13, 1).map((b) => ({ ...b, deliveries: b.deliveries.map((d, i) => ({ ...d, offset: BigInt(i) })) })));
+    expect(stats).toMatchObject({ applied: 3, duplicatesSkipped: 0 });
+    const { meta } = await store.load(G, await onlyIdentity(store));
+    expect([meta["w:t:0"], meta["w:t:1"], meta.v]).toEqual(["10", "2", "2"]);
+    await expectPacketOf(store, observations(all, 0, 13));
+  });
+
+  it("when a worker with a stale model (another writer applied 11..15 since) applies 11..20, then it reloads, skips 11..15 and converges", async () => {
+    const store = new MemoryIdentityStore();
+    const stale = worker(store);
+    await given(store, stale);
+    await worker(store).applyAll(G, delivered(all, 0, 15)); // the other writer: 0..10 skipped, 11..15 applied
+    expect(await version(store)).toBe("2");
+    const stats = await stale.applyAll(G, delivered(all, 11, 20));
+    expect(stats).toMatchObject({ casRetries: 1, applied: 5, duplicatesSkipped: 5 });
+    expect(await version(store)).toBe("3");
+    await expectPacketOf(store, observations(all, 0, 20));
+  });
+});
+
+describe("given an identity that knows an observation id", () => {
+  // The simulation's "conflict" deliveries resend a known id with a revised judgment.
+  const all = oneIdentity(40, { duplicateRate: 0, conflictRate: 0.3, seed: 11 });
+  const changed = all.findIndex((d) => d.kind === "conflict");
+  const original = all.findIndex((d) => d.observation.observation_id === all[changed]!.observation.observation_id);
+
+  it("when a delivery changes its payload, then the id is quarantined and the conflict counted", async () => {
+    expect(original).toBeLessThan(changed);
+    const store = new MemoryIdentityStore();
+    const applier = worker(store);
+    await applier.applyAll(G, delivered(all, 0, changed - 1));
+    const stats = await applier.applyAll(G, delivered(all, changed, changed));
+    expect(stats).toMatchObject({ applied: 1, conflicting: 1 });
+    const packet = JSON.parse(await expectPacketOf(store, observations(all, 0, changed))) as { rejections: { observation_id: string }[] };
+    expect(packet.rejections.map((r) => r.observation_id)).toContain(all[changed]!.observation.observation_id);
+  });
+
+  it("when a delivery repeats its payload, then it is counted but nothing is quarantined", async () => {
+    const store = new MemoryIdentityStore();
+    const applier = worker(store);
+    await applier.applyAll(G, delivered(all, 0, changed - 1));
+    const again = routeRecords([record(all[original]!.observation, 0, changed)], DECISION).identities;
+    const stats = await applier.applyAll(G, again);
+    expect(stats).toMatchObject({ applied: 1, conflicting: 0 });
+    const packet = JSON.parse(await expectPacketOf(store, [...observations(all, 0, changed - 1), all[original]!.observation])) as { rejections: unknown[] };
+    expect(packet.rejections).toEqual([]);
+  });
+});
+
+describe("given a change applied by a worker that died before announcing it", () => {
+  const all = oneIdentity(15);
+  const given = async (store: MemoryIdentityStore): Promise<ApplyStats> => worker(store).applyAll(G, delivered(all, 0, 9)); // its stats are lost with it
+
+  it("when a fresh worker gets the redelivery, then it announces the stored change again, once", async () => {
+    const store = new MemoryIdentityStore();
+    const lost = await given(store);
+    const fresh = worker(store);
+    const stats = await fresh.applyAll(G, delivered(all, 0, 9));
+    expect(stats).toMatchObject({ applied: 0, duplicatesSkipped: 10 });
+    const packet = (await store.read(G, await onlyIdentity(store)))!;
+    expect(stats.changes).toHaveLength(1);
+    expect(stats.changes[0]).toMatchObject({ version: 1, deliveries: 10, digest: sha256(packet), status: (JSON.parse(packet) as { status: string }).status, repeated: true });
+    expect(stats.changes[0]).toEqual({ ...lost.changes[0], repeated: true });
+    // Its model is cached now: a further redelivery is nothing new to announce.
+    expect((await fresh.applyAll(G, delivered(all, 0, 9))).changes).toEqual([]);
+    expect(await version(store)).toBe("1");
+  });
+
+  it("when the redelivery also brings new records, then the stored change is announced before the new one", async () => {
+    const store = new MemoryIdentityStore();
+    await given(store);
+    const stats = await worker(store).applyAll(G, delivered(all, 0, 14));
+    const packet = await expectPacketOf(store, observations(all, 0, 14));
+    expect(stats.changes.map((c) => [c.version, c.deliveries, c.repeated])).toEqual([[1, 10, true], [2, 5, false]]);
+    expect(stats.changes[1]!.digest).toBe(sha256(packet));
+  });
+
+  it("when the change feed is off, then nothing is announced", async () => {
+    const store = new MemoryIdentityStore();
+    await given(store);
+    expect((await worker(store, false).applyAll(G, delivered(all, 0, 9))).changes).toEqual([]);
+  });
+});
+
+describe("given an identity at 1,024 deliveries", () => {
+  // Few memories, so few subjects: below the 128-subject bound the packet is not rejected.
+  const all = oneIdentity(1_027, { seed: 5, memories: 6 });
+  const given = async (store: MemoryIdentityStore, applier: IdentityApplier) => {
+    for (let i = 0; i < 1_024; i += 256) await applier.applyAll(G, delivered(all, i, i + 255));
+    const packet = await expectPacketOf(store, observations(all, 0, 1_023));
+    expect((JSON.parse(packet) as { status: string }).status).not.toBe("rejected"); // at the bound, still a packet
+  };
+
+  it("when one more delivery arrives, then it is sealed: the reducer's rejected packet, its parts dropped; later ones only count", async () => {
+    const store = new MemoryIdentityStore();
+    const applier = worker(store);
+    await given(store, applier);
+    await applier.applyAll(G, delivered(all, 1_024, 1_024));
+    const packet = await expectPacketOf(store, observations(all, 0, 1_024));
+    expect(JSON.parse(packet)).toMatchObject({ status: "rejected", rejections: [{ reason_codes: ["observation_malformed"] }] });
+    const sealed = await store.load(G, await onlyIdentity(store));
+    expect(sealed.records.size).toBe(0);
+    expect(sealed.meta).toMatchObject({ rej: packet, n: "1025", v: "5" });
+    expect(sealed.meta.skel).toBeUndefined();
+    await worker(store).applyAll(G, delivered(all, 1_025, 1_026)); // a reloaded model stays sealed too
+    await expectPacketOf(store, observations(all, 0, 1_026));
+    expect((await store.load(G, await onlyIdentity(store))).meta).toMatchObject({ n: "1027", v: "6", "w:t:0": "1026" });
+  });
+});
+
+describe("given a worker that wrote an identity the store then lost", () => {
+  it("when it applies to it again, then it stops with StateLostError and writes nothing", async () => {
+    const all = oneIdentity(10);
+    const store = new MemoryIdentityStore();
+    const applier = worker(store);
+    await applier.applyAll(G, delivered(all, 0, 4));
+    const id = await onlyIdentity(store);
+    store.lose(G, id);
+    await expect(applier.applyAll(G, delivered(all, 5, 9))).rejects.toBeInstanceOf(StateLostError);
+    expect(await store.load(G, id)).toEqual({ meta: {}, records: new Map() });
+  });
+});
+
+describe("given a store whose apply fails", () => {
+  it("when a batch is applied, then its identities were indexed first (a crash must not leave one unlisted)", async () => {
+    class Failing extends MemoryIdentityStore {
+      override async apply(): Promise<number> {
+        throw new Error("store down");
+      }
+    }
+    const store = new Failing();
+    const batches = delivered(oneIdentity(3), 0, 2);
+    await expect(worker(store).applyAll(G, batches)).rejects.toThrow("store down");
+    expect(await store.listIdentities(G)).toEqual(batches.map((b) => b.identity));
+  });
+});

@@ -1,0 +1,5 @@
+import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";
+import { identityStoreContract } from "../support/identity-store-contract.js";
+
+// The same contract as the Redis store (test/integration/identity-store.redis.int.spec.ts).
+identityStoreContract("memory", () => new MemoryIdentityStore());
