@@ -4,6 +4,7 @@
  * resume by themselves; a clean stop releases it at once.
  */
 import type { Admin } from "kafkajs";
+import { PauseLostError } from "../src/adapters/redis/errors.js";
 import type { RedisStore } from "../src/adapters/redis/store.js";
 import { MufoldError } from "../src/errors.js";
 import type { Logger } from "../src/log.js";
@@ -20,11 +21,10 @@ export class FleetPause {
     private readonly log: Logger,
   ) {}
 
-  /** Pause the fleet with a new epoch and keep renewing the lease every third of it. */
+  /** Pause the fleet with a new epoch (allocated atomically in Redis) and keep renewing the lease every third of it. */
   static async take(store: RedisStore, leaseSeconds: number, log: Logger): Promise<FleetPause> {
-    const epoch = (await store.control()).epoch + 1;
+    const epoch = await store.pause(null, leaseSeconds * 1000);
     const pause = new FleetPause(store, epoch, leaseSeconds * 1000, log);
-    await store.pause(epoch, pause.leaseMs);
     pause.renewal = setInterval(() => void pause.renew(), Math.max(200, Math.floor(pause.leaseMs / 3)));
     pause.renewal.unref();
     return pause;
@@ -34,8 +34,10 @@ export class FleetPause {
     try {
       await this.store.pause(this.epoch, this.leaseMs);
     } catch (error) {
-      // A missed renewal is survivable while the lease lasts; the promote re-checks the lease atomically.
+      // A missed renewal is survivable while the lease lasts; once it lapsed it is never taken back
+      // (the folds may have resumed), and the promote, which re-checks the lease atomically, refuses.
       this.lost = error;
+      if (error instanceof PauseLostError) clearInterval(this.renewal);
       this.log.warn("could not renew the fleet pause", { error: error instanceof Error ? error.message : String(error) });
     }
   }

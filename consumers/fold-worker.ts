@@ -10,7 +10,7 @@ import { GroupConsumer, type BatchContext } from "../src/adapters/kafka/consumer
 import { ReliableProducer } from "../src/adapters/kafka/producer.js";
 import { assertInfiniteRetention, ensureTopics, groupOffsets, topicSpec } from "../src/adapters/kafka/topics.js";
 import { connectRedis, redisClientSettings } from "../src/adapters/redis/connect.js";
-import { GenerationMovedError, StateLostError } from "../src/adapters/redis/errors.js";
+import { GenerationMovedError, PauseLostError, StateLostError } from "../src/adapters/redis/errors.js";
 import { assertFunctionsLoaded } from "../src/adapters/redis/functions.js";
 import { checkRedisServer } from "../src/adapters/redis/server-checks.js";
 import { RedisStore } from "../src/adapters/redis/store.js";
@@ -37,12 +37,20 @@ export interface FoldCounters {
 
 const POLL_MS = 250;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** kafkajs reports a broker it cannot reach as a non-retriable "retries exceeded" around a connection error. */
+/**
+ * A broker that cannot be reached: kafkajs wraps the connection error in
+ * "retries exceeded" errors, so judge the innermost cause only (a Redis error
+ * that kafkajs retried is wrapped the same way and is not a Kafka outage).
+ */
 function isConnectionError(error: unknown): boolean {
-  for (let e: unknown = error; e instanceof Error; e = (e as { cause?: unknown; originalError?: unknown }).originalError ?? e.cause) {
-    if (/Connection|ECONNREFUSED|ETIMEDOUT|ECONNRESET|Broker not connected|NumberOfRetriesExceeded|Closed connection/i.test(`${e.name} ${e.message}`)) return true;
+  let e: unknown = error;
+  for (;;) {
+    const inner = (e as { originalError?: unknown; cause?: unknown } | undefined)?.originalError ?? (e as { cause?: unknown } | undefined)?.cause;
+    if (!(inner instanceof Error)) break;
+    e = inner;
   }
-  return false;
+  if (!(e instanceof Error) || /redis/i.test(e.name) || (e as { command?: unknown }).command !== undefined) return false;
+  return /KafkaJSConnection|Connection (error|timeout|closed)|ECONNREFUSED|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|Broker not connected|Closed connection/i.test(`${e.name} ${e.message}`);
 }
 /**
  * Heartbeat while a batch is held (an outage, a pause). When the group is
@@ -54,8 +62,10 @@ async function heartbeatOrYield(ctx: BatchContext): Promise<void> {
   try {
     await ctx.heartbeat();
   } catch (error) {
-    if (/rebalanc/i.test(String((error as Error)?.message ?? error)) || (error as { type?: string }).type === "REBALANCE_IN_PROGRESS") {
-      throw new MufoldError("batch given up while held: the group is rebalancing (it is redelivered)", { retriable: true, cause: error });
+    // Rebalancing, or this member was expelled: rethrow kafkajs's own error, so its runner rejoins at once.
+    const type = (error as { type?: string }).type ?? "";
+    if (["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID"].includes(type) || /rebalanc/i.test(String((error as Error)?.message ?? error))) {
+      throw error;
     }
   }
 }
@@ -255,8 +265,10 @@ export class FoldWorker {
     for (;;) {
       let control;
       try {
+        // (A read is not a recovery: only a successful seal ends a Redis outage, so a Redis that reads but
+        // refuses writes still runs out the tolerance.)
         control = await this.store.control();
-        this.redisAnswered();
+        if (control.paused) await this.store.ackPause(this.workerId, control.epoch);
       } catch (error) {
         // Redis unreachable (restarting): hold the batch, uncommitted, and keep the group membership alive.
         if (!warned) this.log.warn("Redis unavailable; holding the batch", { error: errorText(error) });
@@ -268,7 +280,7 @@ export class FoldWorker {
         continue;
       }
       if (control.paused) {
-        await this.store.ackPause(this.workerId, control.epoch);
+        // acknowledged above; hold still
       } else if (control.generation === null || control.generation === this.lostGeneration) {
         this.restoreWait = true;
         if (!warned) {
@@ -330,7 +342,7 @@ export class FoldWorker {
         await this.feed?.publish(generation, stats.changes);
         // Last, before the commit: the generation written is still the live one (Redis may have been emptied
         // mid-batch: then nothing is committed, and the writes went to a number that is never reused).
-        await this.guard.seal(generation, ctx.topic, ctx.partition, BigInt(ctx.nextOffset));
+        await this.guard.seal(generation, ctx.topic, ctx.partition, BigInt(ctx.nextOffset), ctx.fetchedOffset === undefined ? undefined : BigInt(ctx.fetchedOffset));
         this.redisAnswered();
         this.counters.applied += stats.applied;
         this.counters.duplicatesSkipped += stats.duplicatesSkipped;
@@ -346,6 +358,11 @@ export class FoldWorker {
           // Never rebuild on top of a partial loss: wait for a replay to be promoted.
           this.lostGeneration = generation;
           this.log.error("identity state missing in Redis; waiting for `mufold replay --promote`", { error: errorText(err), generation });
+          continue;
+        }
+        if (err instanceof PauseLostError) {
+          // A promote paused the fleet after this batch began: it is not sealed; apply it again after the pause.
+          this.log.info("a promote paused the fold mid-batch; the batch waits", { generation });
           continue;
         }
         if (err instanceof GenerationMovedError) {

@@ -56,7 +56,8 @@ export class LogReader {
   /** The consumer's crash, or a partition parked on a batch it cannot decode: either ends the read. */
   failure(): unknown {
     if (this.crash !== undefined) return this.crash;
-    const parked = this.consumer?.parked() ?? [];
+    // Parked at or past its target, a partition is read as far as it must be: only a park below it ends the read.
+    const parked = (this.consumer?.parked() ?? []).filter((p) => BigInt(p.offset) < (this.targets.get(p.partition) ?? 0n));
     if (parked.length === 0) return undefined;
     const p = parked[0]!;
     return new MufoldError(`partition ${p.topic}[${p.partition}] has a record batch at offset ${p.offset} that cannot be decoded (${p.reason}): the log cannot be replayed past it`);

@@ -87,10 +87,14 @@ export class PartitionGuard {
     }
   }
 
-  /** After the applies, before the commit: the generation is still ours; raise the partition's mark. */
-  async seal(generation: number, topic: string, partition: number, nextOffset: bigint): Promise<void> {
+  /**
+   * After the applies, before the commit: the generation is still ours (and no
+   * promote holds the fleet); the batch did not start past the mark (Redis did
+   * not roll back); raise the partition's mark.
+   */
+  async seal(generation: number, topic: string, partition: number, nextOffset: bigint, firstOffset?: bigint): Promise<void> {
     const field = partitionField(topic, partition);
-    await this.store.seal(generation, this.mode, new Map([[field, nextOffset]]));
+    await this.store.seal(generation, this.mode, new Map([[field, nextOffset]]), firstOffset === undefined ? new Map() : new Map([[field, firstOffset]]));
     if (this.generation === generation && nextOffset > (this.marks.get(field) ?? 0n)) this.marks.set(field, nextOffset);
   }
 }

@@ -15,6 +15,7 @@
  * - Every wait has a deadline; a crashed consumer ends the replay with its cause.
  */
 import { randomBytes } from "node:crypto";
+import type { Admin } from "kafkajs";
 import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
 import { assertInfiniteRetention, groupOffsets, partitionOffsets } from "../src/adapters/kafka/topics.js";
 import { connectRedis, redisClientSettings } from "../src/adapters/redis/connect.js";
@@ -24,6 +25,7 @@ import type { Settings } from "../src/config.js";
 import { MufoldError } from "../src/errors.js";
 import type { Logger } from "../src/log.js";
 import { routeRecords } from "./batch-router.js";
+import { PromoteBehindError } from "../src/adapters/redis/errors.js";
 import { FleetPause } from "./fleet-pause.js";
 import { IdentityApplier } from "./identity-applier.js";
 import { LogReader } from "./log-reader.js";
@@ -181,19 +183,31 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
       }
       // A failed comparison with a live generation never promotes; with none, the promote is the restore.
       if (options.promote && (summary.verified !== false || live === null || !comparable)) {
-        // Everything the live fold has folded or committed, capped at the log's end (a recreated or
-        // truncated topic can leave marks and offsets past it).
-        const committed = await groupOffsets(admin, settings.group, settings.topic);
-        const marks = await liveMarks();
-        const catchUp = new Map<number, bigint>();
-        for (const e of await partitionOffsets(admin, settings.topic)) {
-          const want = maxOf(marks.get(e.partition), committed.get(e.partition), targets.get(e.partition));
-          catchUp.set(e.partition, want < e.high ? want : e.high);
+        // The live generation folded another log when its marks pass the log's end or its origins differ
+        // (a recreated topic): then its marks do not bound what the rebuild must hold.
+        const logChanged = live !== null && (await liveLogDiffers(store, admin, settings.topic, live, generation));
+        for (let attempt = 1; ; attempt++) {
+          // Everything the live fold has folded or committed, capped at the log's end.
+          const committed = await groupOffsets(admin, settings.group, settings.topic);
+          const marks = await liveMarks();
+          const catchUp = new Map<number, bigint>();
+          for (const e of await partitionOffsets(admin, settings.topic)) {
+            const want = maxOf(marks.get(e.partition), committed.get(e.partition), targets.get(e.partition));
+            catchUp.set(e.partition, want < e.high ? want : e.high);
+          }
+          await reader.raiseTargets(catchUp);
+          await readAll("replay (catching up to the live fold)");
+          await store.seal(generation, token, sealMarks(settings.topic, reader.positionsNow()));
+          try {
+            // Atomic: the token, the live generation still `live`, the pause, and no live mark past ours.
+            await store.promote(generation, token, pause.epoch, live, logChanged);
+            break;
+          } catch (err) {
+            // A worker sealed past us before it saw the pause (it cannot since): read that far, then again.
+            if (!(err instanceof PromoteBehindError) || attempt >= 5) throw err;
+            log.warn("the live fold sealed past the rebuild; catching up again", { attempt });
+          }
         }
-        await reader.raiseTargets(catchUp);
-        await readAll("replay (catching up to the live fold)");
-        await store.seal(generation, token, sealMarks(settings.topic, reader.positionsNow()));
-        await store.promote(generation, token, pause.epoch);
         promoted = summary.promoted = true;
         log.info("promoted", { generation, previous: live });
       }
@@ -216,7 +230,16 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
     log.info("replay finished", { ...summary, verify: undefined });
     return summary;
   } catch (err) {
-    if (rebuilt !== undefined && !promoted) await dropShadow(store, rebuilt).catch(() => undefined);
+    // Release the fleet and stop reading first (nothing may write into the shadow while it is dropped),
+    // and never drop a generation that is live: a promote whose reply was lost may have flipped.
+    await pause?.release();
+    pause = undefined;
+    await reader?.stop().catch(() => undefined);
+    reader = undefined;
+    if (rebuilt !== undefined && !promoted) {
+      const nowLive = await store.liveGeneration().catch(() => rebuilt);
+      if (nowLive !== rebuilt) await dropShadow(store, rebuilt).catch((error) => log.warn("could not drop the shadow generation", { generation: rebuilt, error: String(error) }));
+    }
     throw err instanceof AbortedError ? new AbortedError("replay stopped by a signal: the fleet pause was released and the shadow generation dropped") : err;
   } finally {
     await pause?.release();
@@ -224,6 +247,18 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
     await admin.disconnect().catch(() => undefined);
     await redis.quit().catch(() => undefined);
   }
+}
+
+/** Whether the live generation folded another log than the one the rebuild read (recreated or truncated topic). */
+async function liveLogDiffers(store: RedisStore, admin: Admin, topic: string, live: number, rebuilt: number): Promise<boolean> {
+  const [liveOrigins, rebuiltOrigins, marks] = await Promise.all([store.generationFields(live, "origin"), store.generationFields(rebuilt, "origin"), store.generationFields(live, "mark")]);
+  for (const [partition, fingerprint] of rebuiltOrigins) {
+    const other = liveOrigins.get(partition);
+    if (other !== undefined && other !== fingerprint) return true;
+  }
+  const ends = await partitionOffsets(admin, topic);
+  const targets = markTargets(marks, topic);
+  return ends.some((e) => (targets.get(e.partition) ?? 0n) > e.high);
 }
 
 function maxOf(...values: (bigint | undefined)[]): bigint {
@@ -251,11 +286,15 @@ async function dropShadow(store: RedisStore, generation: number): Promise<void> 
   await store.dropChanges(generation);
 }
 
-/** After a promote: drop every other generation that is not being built (the old live one, and any orphaned by a loss). */
+/**
+ * After a promote: drop the generations older than the promoted one that are
+ * not being built (the old live one, and any orphaned by a loss). Never the
+ * live one, nor a newer one (another promote may have followed ours).
+ */
 async function dropOldGenerations(store: RedisStore, keep: number, log: Logger): Promise<void> {
   const building = await store.buildingGenerations();
   for (const g of await store.indexedGenerations()) {
-    if (g === keep || building.has(g)) continue;
+    if (g >= keep || building.has(g) || g === (await store.liveGeneration())) continue;
     await store.dropGeneration(g);
     await store.dropChanges(g);
     log.info("dropped generation", { generation: g });

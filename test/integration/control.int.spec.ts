@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { GenerationMovedError, PauseLostError, TopicOriginError } from "../../src/adapters/redis/errors.js";
+import { GenerationMovedError, PauseLostError, PromoteBehindError, StateLostError, TopicOriginError } from "../../src/adapters/redis/errors.js";
 import { loadFunctions } from "../../src/adapters/redis/functions.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
 import { testSettings } from "../support/pipeline.js";
@@ -61,34 +61,77 @@ describe("control functions", () => {
     await store.checkOrigin(generation, "live", "t:1", "bbb");
   });
 
-  it("a promote needs its build token and a pause that still holds", async () => {
+  it("a promote needs its build token, the same live generation, and a pause that still holds; it is idempotent", async () => {
     const { store } = await isolatedStore(9);
     const live = (await store.initGeneration("v0")).generation;
     const shadow = await store.allocateGeneration("v0", "mine");
-    await expect(store.promote(shadow, "not-mine", null)).rejects.toBeInstanceOf(GenerationMovedError);
-    const epoch = (await store.control()).epoch + 1;
-    await store.pause(epoch, 300);
+    await expect(store.promote(shadow, "not-mine", null, live)).rejects.toBeInstanceOf(GenerationMovedError);
+    await expect(store.promote(shadow, "mine", null, live + 1)).rejects.toBeInstanceOf(GenerationMovedError); // another promote came first
+    const epoch = await store.pause(null, 300);
     expect((await store.control()).paused).toBe(true);
-    // The lease runs out by itself (Redis time): the pause no longer holds and the promote refuses.
+    // The lease runs out by itself (Redis time): the pause no longer holds, the promote refuses, and the
+    // lapsed lease cannot be renewed (the folds may have resumed meanwhile).
     const deadline = Date.now() + 5_000;
     while ((await store.control()).paused && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect((await store.control()).paused).toBe(false);
-    await expect(store.promote(shadow, "mine", epoch)).rejects.toBeInstanceOf(PauseLostError);
+    await expect(store.promote(shadow, "mine", epoch, live)).rejects.toBeInstanceOf(PauseLostError);
+    await expect(store.pause(epoch, 10_000)).rejects.toBeInstanceOf(PauseLostError);
     expect((await store.control()).generation).toBe(live);
-    await store.pause(epoch, 10_000);
-    await store.promote(shadow, "mine", epoch);
+    const next = await store.pause(null, 10_000);
+    expect(next).toBe(epoch + 1);
+    await store.promote(shadow, "mine", next, live);
     const after = await store.control();
     expect({ generation: after.generation, paused: after.paused }).toEqual({ generation: shadow, paused: false });
     expect(await store.buildingGenerations()).toEqual(new Set());
+    await store.promote(shadow, "mine", next, live); // a resent call whose reply was lost: the same answer
+    expect((await store.control()).generation).toBe(shadow);
+  });
+
+  it("a promote refuses while the live fold sealed a partition past the rebuild, unless the live one folded another log", async () => {
+    const { store } = await isolatedStore(9);
+    const live = (await store.initGeneration("v0")).generation;
+    await store.seal(live, "live", new Map([["t:0", 50n]]));
+    const shadow = await store.allocateGeneration("v0", "mine");
+    await store.seal(shadow, "mine", new Map([["t:0", 40n]]));
+    await expect(store.promote(shadow, "mine", null, live)).rejects.toBeInstanceOf(PromoteBehindError);
+    await store.seal(shadow, "mine", new Map([["t:0", 50n]]));
+    await store.promote(shadow, "mine", null, live);
+    expect((await store.control()).generation).toBe(shadow);
+    // A recreated topic: the live marks belong to another log and bound nothing.
+    await store.seal(shadow, "live", new Map([["t:1", 90n]]));
+    const next = await store.allocateGeneration("v0", "again");
+    await store.promote(next, "again", null, shadow, true);
+    expect((await store.control()).generation).toBe(next);
+  });
+
+  it("a live seal waits out a pause, and a batch that starts past the mark means Redis rolled back", async () => {
+    const { store } = await isolatedStore(9);
+    const { generation } = await store.initGeneration("v0");
+    await store.seal(generation, "live", new Map([["t:0", 100n]]), new Map([["t:0", 0n]]));
+    const epoch = await store.pause(null, 10_000);
+    await expect(store.seal(generation, "live", new Map([["t:0", 120n]]), new Map([["t:0", 100n]]))).rejects.toBeInstanceOf(PauseLostError);
+    await store.unpause(epoch);
+    await store.seal(generation, "live", new Map([["t:0", 120n]]), new Map([["t:0", 100n]])); // resumes where the mark is
+    await store.seal(generation, "live", new Map([["t:0", 130n]]), new Map([["t:0", 80n]])); // a redelivery from below
+    // Kafka committed 130, but Redis (an older snapshot) says 120: the fetch starts past the mark.
+    await store.seal(generation, "live", new Map([["t:1", 10n]]));
+    const { redis } = { redis: store.redis };
+    await redis.hset(`${store.prefix}:control`, `mark:${generation}:t:0`, "120");
+    await expect(store.seal(generation, "live", new Map([["t:0", 140n]]), new Map([["t:0", 130n]]))).rejects.toBeInstanceOf(StateLostError);
+    // Offsets past 2^53 compare exactly (as decimal strings).
+    await store.seal(generation, "live", new Map([["t:2", 9007199254740993n]]));
+    await store.seal(generation, "live", new Map([["t:2", 9007199254740992n]]));
+    expect((await store.generationFields(generation, "mark")).get("t:2")).toBe("9007199254740993");
   });
 
   it("another epoch cannot take a pause that holds; forgetting a generation removes its fields", async () => {
     const { store } = await isolatedStore(9);
     const { generation } = await store.initGeneration("v0");
-    await store.pause(5, 10_000);
-    await expect(store.pause(6, 10_000)).rejects.toBeInstanceOf(PauseLostError);
-    await store.unpause(5);
-    await store.pause(6, 10_000);
+    const epoch = await store.pause(null, 10_000);
+    await expect(store.pause(null, 10_000)).rejects.toBeInstanceOf(PauseLostError);
+    await store.unpause(epoch);
+    expect(await store.pause(null, 10_000)).toBe(epoch + 1);
+    await store.unpause(epoch + 1);
     await store.seal(generation, "live", new Map([["t:0", 3n]]));
     await store.checkOrigin(generation, "live", "t:0", "x");
     await store.forgetGeneration(generation);

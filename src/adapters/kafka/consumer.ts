@@ -21,6 +21,8 @@ export interface BatchContext {
    * A batch may hold only such records; the handler then gets no records.
    */
   nextOffset: string;
+  /** The offset the fetch asked for: where this member resumed (records before it were committed). */
+  fetchedOffset?: string;
   heartbeat(): Promise<void>;
   /** False once the consumer is stopping or the partition was revoked. */
   stillOwned(): boolean;
@@ -173,7 +175,11 @@ export class GroupConsumer {
 
   private async eachBatch({ batch, heartbeat, isRunning, isStale, pause, resolveOffset }: EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
-    if (this.parkedPartitions.has(`${topic}:${partition}`)) return; // fetched before the pause took effect
+    if (this.parkedPartitions.has(`${topic}:${partition}`)) {
+      // Fetched before the pause took effect, or after a consumer restart forgot it: pause (again), never fold past.
+      pause();
+      return;
+    }
     // Stand-ins for an undecodable batch: fold what precedes them, then park at the first.
     const standIn = batch.messages.findIndex((m) => undecodableReason(m.value) !== undefined);
     const messages = standIn < 0 ? batch.messages : batch.messages.slice(0, standIn);
@@ -188,6 +194,7 @@ export class GroupConsumer {
           partition,
           highWatermark: batch.highWatermark,
           nextOffset: next.toString(),
+          fetchedOffset: (batch as unknown as BatchInternals).fetchedOffset,
           heartbeat,
           stillOwned: () => isRunning() && !isStale(),
         });

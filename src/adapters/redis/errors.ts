@@ -36,7 +36,17 @@ export class TopicOriginError extends MufoldError {
   }
 }
 
-/** The promote's pause lease expired (or another promote took the pause): nothing was flipped. */
+/** The live fold sealed a partition past the rebuild while it caught up: catch up again before promoting. */
+export class PromoteBehindError extends MufoldError {
+  constructor() {
+    super("the live fold sealed records the rebuild has not read yet; catching up again", { retriable: true });
+  }
+}
+
+/**
+ * The pause did not hold: the promote's lease expired or another promote took
+ * it (nothing was flipped), or a live seal met a pause (the batch waits).
+ */
 export class PauseLostError extends MufoldError {
   constructor() {
     super("the fleet pause lease expired or another promote took it; nothing was promoted", { retriable: true });
@@ -61,6 +71,8 @@ export const APPLY_STATE_LOST = -2;
 export const CONTROL_NOT_HELD = -3;
 export const CONTROL_ORIGIN_DIFFERS = -4;
 export const CONTROL_PAUSE_LOST = -5;
+export const CONTROL_ROLLED_BACK = -6;
+export const CONTROL_PROMOTE_BEHIND = -7;
 
 /** Map a `mufold_apply_v1` reply to the new version or an error. */
 export function applyResult(identity: string, reply: unknown): number {
@@ -77,5 +89,9 @@ export function controlResult(code: number, what: { generation: number; current?
   if (code === CONTROL_NOT_HELD) throw new GenerationMovedError(what.generation, what.current === undefined || what.current < 0 ? null : what.current);
   if (code === CONTROL_ORIGIN_DIFFERS) throw new TopicOriginError(what.partition ?? "?", what.generation);
   if (code === CONTROL_PAUSE_LOST) throw new PauseLostError();
+  if (code === CONTROL_ROLLED_BACK) {
+    throw new StateLostError(`partition ${what.partition ?? "?"} of generation ${what.generation}: a batch starts past the offset Redis says was folded, so Redis lost committed state (restored from an older snapshot, or a lagging replica took over)`);
+  }
+  if (code === CONTROL_PROMOTE_BEHIND) throw new PromoteBehindError();
   throw new MufoldError(`mufold control function returned unknown code ${String(code)}`);
 }

@@ -149,17 +149,17 @@ export class RedisStore implements IdentityStore {
    * build token of a rebuild) and raise its per-partition marks (next offsets).
    * Throws GenerationMovedError when Redis lost or replaced it.
    */
-  async seal(generation: number, mode: string, marks: ReadonlyMap<string, bigint>): Promise<void> {
+  async seal(generation: number, mode: string, marks: ReadonlyMap<string, bigint>, firstOffsets: ReadonlyMap<string, bigint> = new Map()): Promise<void> {
     const args: string[] = [String(generation), mode];
-    for (const [field, next] of marks) args.push(field, next.toString());
+    for (const [field, next] of marks) args.push(field, next.toString(), firstOffsets.get(field)?.toString() ?? "");
     const [code, current] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.seal, args)) as [number, number];
-    controlResult(code, { generation, current });
+    controlResult(code, { generation, current, partition: marks.size === 1 ? [...marks.keys()][0] : undefined });
   }
 
   /** Record (first writer) or check the fingerprint of a partition's record at offset 0; throws TopicOriginError when it differs. */
   async checkOrigin(generation: number, mode: string, partition: string, fingerprint: string): Promise<void> {
-    const [code] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.origin, [String(generation), mode, partition, fingerprint])) as [number, string];
-    controlResult(code, { generation, partition });
+    const [code, current] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.origin, [String(generation), mode, partition, fingerprint])) as [number, number];
+    controlResult(code, { generation, partition, current });
   }
 
   /** A generation's marks (`<topic>:<partition>` → next offset) or origins, from the control hash. */
@@ -183,10 +183,15 @@ export class RedisStore implements IdentityStore {
     return g === null ? null : Number(g);
   }
 
-  /** Set or renew a fleet pause for `leaseMs`; throws PauseLostError when another epoch holds it. */
-  async pause(epoch: number, leaseMs: number): Promise<void> {
-    const [code] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.pause, [String(epoch), String(leaseMs)])) as [number];
+  /**
+   * Take a new fleet pause (`epoch` null: a new epoch, returned) or renew this
+   * epoch's for `leaseMs`. Throws PauseLostError when another pause holds, or
+   * when the one renewed no longer holds (a lapsed lease is never taken back).
+   */
+  async pause(epoch: number | null, leaseMs: number): Promise<number> {
+    const [code, held] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.pause, [epoch === null ? "" : String(epoch), String(leaseMs)])) as [number, number];
     controlResult(code, { generation: 0 });
+    return held;
   }
 
   /** Clear the pause if it is still this epoch's. */
@@ -194,9 +199,15 @@ export class RedisStore implements IdentityStore {
     await this.controlCall("FCALL", CONTROL_FUNCTIONS.unpause, [String(epoch)]);
   }
 
-  /** Make a rebuilt generation live (its token held; with an epoch, the pause still holding) and clear the pause. */
-  async promote(generation: number, buildToken: string, epoch: number | null): Promise<void> {
-    const [code] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.promote, [String(generation), buildToken, epoch === null ? "" : String(epoch)])) as [number];
+  /**
+   * Make a rebuilt generation live and clear the pause — only if its token is
+   * held, the live generation is still `previous`, the pause (with an epoch)
+   * still holds, and no live mark is past the rebuild's (unless `logChanged`:
+   * the live generation folded another log). Idempotent.
+   */
+  async promote(generation: number, buildToken: string, epoch: number | null, previous: number | null, logChanged = false): Promise<void> {
+    const args = [String(generation), buildToken, epoch === null ? "" : String(epoch), previous === null ? "" : String(previous), logChanged ? "1" : "0"];
+    const [code] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.promote, args)) as [number];
     controlResult(code, { generation });
   }
 

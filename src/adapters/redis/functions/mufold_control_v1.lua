@@ -14,15 +14,16 @@ call is atomic on a single node and on a Redis Cluster alike. Fields:
   origin:<N>:<t>:<p>    fingerprint of the record at offset 0 of that partition (topic incarnation)
 
 Generation numbers are never reused, even after Redis lost everything: a new
-one is max(last + 1, Redis time in ms), so a number written before a loss can
-never come back as a new generation.
+one is max(last + 1, Redis time in microseconds), so a number written before a
+loss can never come back as a new generation.
 
 Return codes (mapped to errors in src/adapters/redis/errors.ts):
    1  ok
   -3  the generation is not (or no longer) the one named: moved, lost, or its build token is gone
   -4  origin differs: the partition's record at offset 0 is not the one this generation folded
-  -5  the pause lease expired or its epoch moved: nothing promoted
-  -6  the reducer version differs from the generation's
+  -5  the pause lease expired or its epoch moved (pause, promote); a live seal while a pause holds
+  -6  a live seal whose batch starts past the partition's mark: Redis lost committed state (rollback)
+  -7  promote: the live generation sealed a partition further than the rebuild
 
 mufold_state_v1 (FCALL_RO)             ARGV: none
   Returns {generation or -1, paused (1 when paused and the lease holds, else 0), epoch, rv of the live generation or ''}.
@@ -30,29 +31,39 @@ mufold_init_v1                         ARGV[1] reducer_version
   Makes a live generation if there is none. Returns {generation, its rv}.
 mufold_allocate_v1                     ARGV[1] reducer_version, ARGV[2] build token
   Reserves a new generation for a rebuild. Returns the number.
-mufold_seal_v1                         ARGV[1] generation, ARGV[2] mode ('live' | build token), then field/offset pairs ('<t>:<p>', next offset)
-  Checks the generation (live: is the live one; build: token still held) and raises its marks. Returns {code, current generation or -1}.
+mufold_seal_v1                         ARGV[1] generation, ARGV[2] mode ('live' | build token), then triples
+                                       ('<t>:<p>', next offset, the batch's first offset or '')
+  Checks the generation (live: is the live one and no pause holds; build: token still held), that no
+  batch starts past its mark, and raises the marks. Returns {code, current generation or -1}.
 mufold_origin_v1                       ARGV[1] generation, ARGV[2] mode, ARGV[3] '<t>:<p>', ARGV[4] fingerprint
-  Records the fingerprint of offset 0 (first writer wins) or checks it. Returns {code, stored fingerprint or ''}.
-mufold_pause_v1                        ARGV[1] epoch, ARGV[2] lease ms
-  Sets or renews a pause with this epoch. Returns {code}: -5 when another epoch holds it.
+  Records the fingerprint of offset 0 (first writer wins) or checks it. Returns {code, current generation or -1}.
+mufold_pause_v1                        ARGV[1] epoch ('' for a new pause), ARGV[2] lease ms
+  Takes a new pause (a new epoch) or renews this epoch's while it holds. Returns {code, epoch}.
 mufold_unpause_v1                      ARGV[1] epoch
   Clears the pause if it is still this epoch's. Returns {1}.
 mufold_forget_v1                       ARGV[1] generation
   Deletes every control field of a dropped generation (rv, building, marks, origins). Returns the count.
-mufold_promote_v1                      ARGV[1] generation, ARGV[2] build token, ARGV[3] epoch (or '' for none)
-  Makes the built generation live if its token is held and, with an epoch, the pause still holds; clears the pause.
+mufold_promote_v1                      ARGV[1] generation, ARGV[2] build token, ARGV[3] epoch (or ''), ARGV[4] the live generation it replaces (or ''),
+                                       ARGV[5] '1' when the live generation folded another log (recreated topic)
+  Makes the built generation live if its token is held, the live one is still ARGV[4], with an epoch the
+  pause still holds, and no live mark is past the rebuild's; clears the pause. Idempotent.
 ]]
 
-local function now_ms()
+local function now_us()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
+local function now_ms()
+  return math.floor(now_us() / 1000)
+end
+
+-- Microseconds of Redis time: a number allocated before a loss is below the clock
+-- once a microsecond has passed, so it never comes back (unless the clock goes back).
 local function new_generation(key)
   local last = tonumber(redis.call('HGET', key, 'last') or '0')
   local live = tonumber(redis.call('HGET', key, 'generation') or '0')
-  local n = math.max(last + 1, live + 1, now_ms())
+  local n = math.max(last + 1, live + 1, now_us())
   redis.call('HSET', key, 'last', string.format('%d', n))
   return n
 end
@@ -110,35 +121,55 @@ local function current(key)
   return g and tonumber(g) or -1
 end
 
+-- Offsets are compared as decimal strings (they can pass 2^53, where Lua's doubles lose digits).
+local function offset_greater(a, b)
+  if #a ~= #b then return #a > #b end
+  return a > b
+end
+
 local function seal(keys, args)
   local key, gs, mode = keys[1], args[1], args[2]
   if not holds(key, gs, mode) then return {-3, current(key)} end
-  for i = 3, #args, 2 do
+  -- A live seal while a promote holds the fleet: the batch waits (it is applied again afterwards).
+  if mode == 'live' and pause_holds(key) then return {-5, current(key)} end
+  local i = 3
+  while i <= #args do
     local field = 'mark:' .. gs .. ':' .. args[i]
-    local old = tonumber(redis.call('HGET', key, field) or '-1')
-    if tonumber(args[i + 1]) > old then redis.call('HSET', key, field, args[i + 1]) end
+    local old = redis.call('HGET', key, field)
+    -- A batch that starts past the stored mark: Kafka has committed records this state never saw
+    -- (Redis came back from an older snapshot or a lagging replica).
+    if mode == 'live' and old and args[i + 2] ~= '' and offset_greater(args[i + 2], old) then return {-6, current(key)} end
+    if not old or offset_greater(args[i + 1], old) then redis.call('HSET', key, field, args[i + 1]) end
+    i = i + 3
   end
   return {1, current(key)}
 end
 
 local function origin(keys, args)
   local key, gs, mode = keys[1], args[1], args[2]
-  if not holds(key, gs, mode) then return {-3, ''} end
+  if not holds(key, gs, mode) then return {-3, current(key)} end
   local field = 'origin:' .. gs .. ':' .. args[3]
   local stored = redis.call('HGET', key, field)
   if not stored then
     redis.call('HSET', key, field, args[4])
-    return {1, args[4]}
+    return {1, current(key)}
   end
-  if stored ~= args[4] then return {-4, stored} end
-  return {1, stored}
+  if stored ~= args[4] then return {-4, current(key)} end
+  return {1, current(key)}
 end
 
+-- ARGV[1] '' takes a new pause (a new epoch, allocated here) unless one holds;
+-- an epoch renews that pause only while it still holds: a lapsed lease is never taken back.
 local function pause(keys, args)
   local key, epoch, lease = keys[1], args[1], tonumber(args[2])
-  if pause_holds(key) and redis.call('HGET', key, 'epoch') ~= epoch then return {-5} end
-  redis.call('HSET', key, 'paused', '1', 'epoch', epoch, 'pause_until', string.format('%d', now_ms() + lease))
-  return {1}
+  if epoch == '' then
+    if pause_holds(key) then return {-5, 0} end
+    epoch = tostring(redis.call('HINCRBY', key, 'epoch', 1))
+  elseif redis.call('HGET', key, 'epoch') ~= epoch or not pause_holds(key) then
+    return {-5, 0}
+  end
+  redis.call('HSET', key, 'paused', '1', 'pause_until', string.format('%d', now_ms() + lease))
+  return {1, tonumber(epoch)}
 end
 
 local function unpause(keys, args)
@@ -147,10 +178,26 @@ local function unpause(keys, args)
   return {1}
 end
 
+-- ARGV[4] the live generation the rebuild replaces ('' for none). Refused when the live fold
+-- sealed a partition further than the rebuild did (it would lose those records).
 local function promote(keys, args)
-  local key, gs, token, epoch = keys[1], args[1], args[2], args[3]
+  local key, gs, token, epoch, previous, log_changed = keys[1], args[1], args[2], args[3], args[4], args[5] == '1'
+  local live = redis.call('HGET', key, 'generation')
+  -- Already done (a resent call whose first reply was lost): the same answer again.
+  if live == gs and not redis.call('HGET', key, 'building:' .. gs) then return {1} end
   if redis.call('HGET', key, 'building:' .. gs) ~= token then return {-3} end
+  if (live or '') ~= previous then return {-3} end
   if epoch ~= '' and (redis.call('HGET', key, 'epoch') ~= epoch or not pause_holds(key)) then return {-5} end
+  -- (ARGV[5] '1': the live generation folded another log — a recreated topic — so its marks say nothing.)
+  if live and not log_changed then
+    local head = 'mark:' .. live .. ':'
+    for _, f in ipairs(redis.call('HKEYS', key)) do
+      if string.sub(f, 1, #head) == head then
+        local mine = redis.call('HGET', key, 'mark:' .. gs .. ':' .. string.sub(f, #head + 1)) or '0'
+        if offset_greater(redis.call('HGET', key, f), mine) then return {-7} end
+      end
+    end
+  end
   redis.call('HSET', key, 'generation', gs)
   redis.call('HDEL', key, 'building:' .. gs)
   if epoch ~= '' then redis.call('HSET', key, 'paused', '0', 'pause_until', '0') end
