@@ -49,7 +49,9 @@ function isConnectionError(error: unknown): boolean {
     if (!(inner instanceof Error)) break;
     e = inner;
   }
-  if (!(e instanceof Error) || /redis/i.test(e.name) || (e as { command?: unknown }).command !== undefined) return false;
+  if (!(e instanceof Error) || /redis|ReplyError|MaxRetriesPerRequest/i.test(e.name) || (e as { command?: unknown }).command !== undefined) return false;
+  // A retriable kafkajs error at the bottom (no leader, not coordinator, broker not found) is a broker restarting.
+  if (/^KafkaJS/.test(e.name) && (e as { retriable?: boolean }).retriable === true) return true;
   return /KafkaJSConnection|Connection (error|timeout|closed)|ECONNREFUSED|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|Broker not connected|Closed connection/i.test(`${e.name} ${e.message}`);
 }
 /**

@@ -83,6 +83,7 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
   let pause: FleetPause | undefined;
   let rebuilt: number | undefined;
   let promoted = false;
+  let buildRenewal: NodeJS.Timeout | undefined;
   try {
     await admin.connect();
     if (!(await admin.listTopics()).includes(settings.topic)) {
@@ -113,8 +114,14 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
     }
     for (const p of [...targets.keys()]) if (!ends.some((e) => e.partition === p)) targets.delete(p);
 
-    rebuilt = await store.allocateGeneration(settings.reducerVersion, token);
+    // The build holds a lease it renews: a killed replay's generation is dropped by a later promote.
+    const buildLeaseMs = Math.max(60_000, settings.pauseLeaseSeconds * 1000);
+    rebuilt = await store.allocateGeneration(settings.reducerVersion, token, buildLeaseMs);
     const generation = rebuilt;
+    buildRenewal = setInterval(() => {
+      store.renewBuild(generation, token, buildLeaseMs).catch((error) => log.warn("could not renew the build lease", { generation, error: String(error) }));
+    }, buildLeaseMs / 3);
+    buildRenewal.unref();
     const applier = new IdentityApplier(store, settings.cacheSize);
     const guard = new PartitionGuard(store, token);
     const total = () => [...targets.values()].reduce((a, t) => a + Number(t), 0);
@@ -242,6 +249,7 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
     }
     throw err instanceof AbortedError ? new AbortedError("replay stopped by a signal: the fleet pause was released and the shadow generation dropped") : err;
   } finally {
+    clearInterval(buildRenewal);
     await pause?.release();
     await reader?.stop().catch(() => undefined);
     await admin.disconnect().catch(() => undefined);

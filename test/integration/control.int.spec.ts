@@ -124,6 +124,21 @@ describe("control functions", () => {
     expect((await store.generationFields(generation, "mark")).get("t:2")).toBe("9007199254740993");
   });
 
+  it("a rebuild's generation counts as being built only while its lease is renewed", async () => {
+    const { store } = await isolatedStore(9);
+    await store.initGeneration("v0");
+    const kept = await store.allocateGeneration("v0", "alive", 300);
+    const dead = await store.allocateGeneration("v0", "killed", 300);
+    expect(await store.buildingGenerations()).toEqual(new Set([kept, dead]));
+    const deadline = Date.now() + 5_000;
+    while ((await store.buildingGenerations()).has(dead) && Date.now() < deadline) {
+      await store.renewBuild(kept, "alive", 300);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(await store.buildingGenerations()).toEqual(new Set([kept]));
+    await expect(store.renewBuild(kept, "not-the-token", 300)).rejects.toBeInstanceOf(GenerationMovedError);
+  });
+
   it("another epoch cannot take a pause that holds; forgetting a generation removes its fields", async () => {
     const { store } = await isolatedStore(9);
     const { generation } = await store.initGeneration("v0");

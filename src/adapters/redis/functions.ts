@@ -23,6 +23,8 @@ export const CONTROL_FUNCTIONS = {
   unpause: "mufold_unpause_v1",
   promote: "mufold_promote_v1",
   forget: "mufold_forget_v1",
+  renewBuild: "mufold_renew_build_v1",
+  building: "mufold_building_v1",
 } as const;
 
 const sources = new Map<string, string>();

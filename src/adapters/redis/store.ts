@@ -140,8 +140,14 @@ export class RedisStore implements IdentityStore {
   }
 
   /** Reserve a new generation number for a rebuild (never reused, even after Redis lost everything). */
-  async allocateGeneration(reducerVersion: string, buildToken: string): Promise<number> {
-    return Number(await this.controlCall("FCALL", CONTROL_FUNCTIONS.allocate, [reducerVersion, buildToken]));
+  async allocateGeneration(reducerVersion: string, buildToken: string, leaseMs = 60_000): Promise<number> {
+    return Number(await this.controlCall("FCALL", CONTROL_FUNCTIONS.allocate, [reducerVersion, buildToken, String(leaseMs)]));
+  }
+
+  /** Renew a rebuild's lease; throws GenerationMovedError when its token is gone (Redis lost it, or it was promoted). */
+  async renewBuild(generation: number, buildToken: string, leaseMs: number): Promise<void> {
+    const code = Number(await this.controlCall("FCALL", CONTROL_FUNCTIONS.renewBuild, [String(generation), buildToken, String(leaseMs)]));
+    controlResult(code, { generation });
   }
 
   /**
@@ -171,10 +177,10 @@ export class RedisStore implements IdentityStore {
     return out;
   }
 
-  /** Generations a replay is building (their build tokens are in the control hash). */
+  /** Generations a replay is building and still renewing (a killed replay's lease runs out). */
   async buildingGenerations(): Promise<Set<number>> {
-    const all = await this.redis.hkeys(controlKey(this.prefix));
-    return new Set(all.filter((f) => f.startsWith("building:")).map((f) => Number(f.slice("building:".length))));
+    const gens = (await this.controlCall("FCALL_RO", CONTROL_FUNCTIONS.building, [])) as string[];
+    return new Set(gens.map(Number));
   }
 
   /** The live generation by a plain HGET (what any reader does; no function call, no TIME). */

@@ -8,6 +8,7 @@ call is atomic on a single node and on a Redis Cluster alike. Fields:
   last                  the highest generation number ever allocated
   rv:<N>                reducer_version of generation N
   building:<N>          token of the replay building generation N (until promoted or dropped)
+  building_until:<N>    the build's lease (Redis time, ms): a killed replay's generation is dropped later
   paused, epoch         a promote's fleet pause and its epoch
   pause_until           the pause's lease: Redis time (ms) after which it no longer holds
   mark:<N>:<t>:<p>      next offset of partition p of topic t that generation N has folded
@@ -29,8 +30,12 @@ mufold_state_v1 (FCALL_RO)             ARGV: none
   Returns {generation or -1, paused (1 when paused and the lease holds, else 0), epoch, rv of the live generation or ''}.
 mufold_init_v1                         ARGV[1] reducer_version
   Makes a live generation if there is none. Returns {generation, its rv}.
-mufold_allocate_v1                     ARGV[1] reducer_version, ARGV[2] build token
+mufold_allocate_v1                     ARGV[1] reducer_version, ARGV[2] build token, ARGV[3] build lease ms
   Reserves a new generation for a rebuild. Returns the number.
+mufold_renew_build_v1                  ARGV[1] generation, ARGV[2] build token, ARGV[3] lease ms
+  Renews the build lease (building_until:<N>). Returns 1, or -3 when the token is not held.
+mufold_building_v1 (FCALL_RO)          ARGV: none
+  The generations whose build lease holds.
 mufold_seal_v1                         ARGV[1] generation, ARGV[2] mode ('live' | build token), then triples
                                        ('<t>:<p>', next offset, the batch's first offset or '')
   Checks the generation (live: is the live one and no pause holds; build: token still held), that no
@@ -106,8 +111,30 @@ local function allocate(keys, args)
   local key = keys[1]
   local n = new_generation(key)
   local gs = string.format('%d', n)
-  redis.call('HSET', key, 'rv:' .. gs, args[1], 'building:' .. gs, args[2])
+  redis.call('HSET', key, 'rv:' .. gs, args[1], 'building:' .. gs, args[2], 'building_until:' .. gs, string.format('%d', now_ms() + tonumber(args[3])))
   return n
+end
+
+-- A rebuild renews its build lease; a killed one's lease runs out and its generation can be dropped.
+local function renew_build(keys, args)
+  local key, gs = keys[1], args[1]
+  if redis.call('HGET', key, 'building:' .. gs) ~= args[2] then return -3 end
+  redis.call('HSET', key, 'building_until:' .. gs, string.format('%d', now_ms() + tonumber(args[3])))
+  return 1
+end
+
+-- Generations whose rebuild still holds its lease.
+local function building(keys, args)
+  local key = keys[1]
+  local now = now_ms()
+  local out = {}
+  for _, f in ipairs(redis.call('HKEYS', key)) do
+    if string.sub(f, 1, 9) == 'building:' then
+      local gs = string.sub(f, 10)
+      if tonumber(redis.call('HGET', key, 'building_until:' .. gs) or '0') > now then out[#out + 1] = gs end
+    end
+  end
+  return out
 end
 
 -- 'live': the generation must be the live one; otherwise the mode is the build token it must hold.
@@ -199,7 +226,7 @@ local function promote(keys, args)
     end
   end
   redis.call('HSET', key, 'generation', gs)
-  redis.call('HDEL', key, 'building:' .. gs)
+  redis.call('HDEL', key, 'building:' .. gs, 'building_until:' .. gs)
   if epoch ~= '' then redis.call('HSET', key, 'paused', '0', 'pause_until', '0') end
   return {1}
 end
@@ -208,7 +235,7 @@ local function forget(keys, args)
   local key, gs = keys[1], args[1]
   local fields = {}
   for _, f in ipairs(redis.call('HKEYS', key)) do
-    if f == 'rv:' .. gs or f == 'building:' .. gs or string.sub(f, 1, #gs + 6) == 'mark:' .. gs .. ':' or string.sub(f, 1, #gs + 8) == 'origin:' .. gs .. ':' then
+    if f == 'rv:' .. gs or f == 'building:' .. gs or f == 'building_until:' .. gs or string.sub(f, 1, #gs + 6) == 'mark:' .. gs .. ':' or string.sub(f, 1, #gs + 8) == 'origin:' .. gs .. ':' then
       fields[#fields + 1] = f
     end
   end
@@ -225,3 +252,5 @@ redis.register_function{function_name = 'mufold_pause_v1', callback = pause}
 redis.register_function{function_name = 'mufold_unpause_v1', callback = unpause}
 redis.register_function{function_name = 'mufold_promote_v1', callback = promote}
 redis.register_function{function_name = 'mufold_forget_v1', callback = forget}
+redis.register_function{function_name = 'mufold_renew_build_v1', callback = renew_build}
+redis.register_function{function_name = 'mufold_building_v1', callback = building, flags = {'no-writes'}}
