@@ -10,6 +10,7 @@
  *
  * Needs KAFKA_BROKERS / REDIS_URL (defaults 127.0.0.1); workers run bin/mufold.js from dist/.
  */
+import { waitFor } from "../test/support/wait.js";
 import { performance } from "node:perf_hooks";
 import kafkajs from "kafkajs";
 import type { Admin } from "kafkajs";
@@ -18,7 +19,7 @@ import type { Settings } from "../src/config.js";
 import { observationMessage } from "../producers/observation-message.js";
 import { produce } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
-import { comparePackets, dropPrefix, expectedPackets, readAllPackets, sleep, spawnWorker, stopWorker, testSettings } from "../test/support/pipeline.js";
+import { comparePackets, dropPrefix, expectedPackets, readAllPackets, spawnWorker, stopWorker, testSettings } from "../test/support/pipeline.js";
 
 const { AssignerProtocol } = kafkajs;
 const runs = Number(process.argv[process.argv.indexOf("--runs") + 1] || 3);
@@ -48,15 +49,6 @@ async function ends(admin: Admin, settings: Settings): Promise<Map<number, numbe
   return new Map((await admin.fetchTopicOffsets(settings.topic)).map((p) => [p.partition, Number(p.high)]));
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
-    await sleep(50);
-  }
-}
 
 /** One failover; returns seconds from the kill to the dead member dropped and to every partition committed. */
 async function failover(env: Record<string, string>, seed: number): Promise<{ dropped: number; takeover: number }> {

@@ -23,19 +23,21 @@ function binPath(): string {
  */
 export function spawnFoldWorker(settings: Settings, extraEnv: Record<string, string> = {}): ChildProcess {
   return spawn(process.execPath, [binPath(), "fold"], {
-    env: {
-      ...process.env,
-      KAFKA_BROKERS: settings.brokers.join(","),
-      REDIS_URL: settings.redisUrl,
-      MUFOLD_TOPIC: settings.topic,
-      MUFOLD_GROUP: settings.group,
-      MUFOLD_PREFIX: settings.prefix,
-      MUFOLD_PARTITIONS: String(settings.partitions),
-      MUFOLD_LOG_LEVEL: process.env.MUFOLD_LOG_LEVEL ?? "error",
-      ...extraEnv,
-    },
+    env: { ...process.env, ...settingsEnv(settings), MUFOLD_LOG_LEVEL: process.env.MUFOLD_LOG_LEVEL ?? "error", ...extraEnv },
     stdio: ["ignore", "ignore", "inherit"],
   });
+}
+
+/** The environment that gives a spawned `mufold` command these settings' endpoints, topic, group and prefix. */
+export function settingsEnv(settings: Settings): Record<string, string> {
+  return {
+    KAFKA_BROKERS: settings.brokers.join(","),
+    REDIS_URL: settings.redisUrl,
+    MUFOLD_TOPIC: settings.topic,
+    MUFOLD_GROUP: settings.group,
+    MUFOLD_PREFIX: settings.prefix,
+    MUFOLD_PARTITIONS: String(settings.partitions),
+  };
 }
 
 /** Wait until the group has committed every partition's end offset (Redis has every record). */

@@ -4,6 +4,7 @@
  * worker may exit; afterwards every packet equals the reducer over the log.
  * Runs in the chaos tier: it stops the shared broker and Redis.
  */
+import { until } from "../support/wait.js";
 import { readFileSync } from "node:fs";
 import { execFileSync, type ChildProcess } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
@@ -23,13 +24,6 @@ afterAll(() => dropPrefix(settings));
 const infra = (script: string) => execFileSync("bash", [`${REPO_ROOT}/infra/${script}`], { stdio: ["ignore", "ignore", "inherit"] });
 const redisPid = () => Number(readFileSync(`${REPO_ROOT}/.cache/run/redis/redis.pid`, "utf8").trim());
 
-async function until(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function committed(): Promise<number> {
   const admin = createKafka({ brokers: settings.brokers, clientId: "mufold-chaos-outage" }).admin();

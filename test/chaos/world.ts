@@ -9,10 +9,12 @@
  * every packet is compared with the pure reducer over the records on it that
  * the generator produced as valid observations.
  */
+import { pausedMember } from "../support/group-members.js";
+import { settingsEnv } from "../../src/fold-process.js";
 import { randomBytes } from "node:crypto";
 import { spawn, type ChildProcess } from "node:child_process";
 import kafkajs from "kafkajs";
-import type { Admin, Consumer, IHeaders } from "kafkajs";
+import type { Admin, IHeaders } from "kafkajs";
 import { Redis } from "ioredis";
 import { DLQ_HEADERS, dlqTopic } from "../../consumers/dlq.js";
 import { runReplay, type ReplaySummary } from "../../consumers/replay.js";
@@ -157,15 +159,6 @@ async function until(what: string, cond: () => Promise<boolean> | boolean, timeo
   }
 }
 
-/** A member of the fold group that takes partitions and never acknowledges a pause: it holds a promote in its pause. */
-async function zombieMember(settings: Settings): Promise<Consumer> {
-  const consumer = createKafka({ brokers: settings.brokers, clientId: "mufold-world-zombie" }).consumer({ groupId: settings.group, sessionTimeout: 10_000, heartbeatInterval: 1_000 });
-  await consumer.connect();
-  await consumer.subscribe({ topic: settings.topic, fromBeginning: true });
-  await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: async () => undefined });
-  consumer.pause([{ topic: settings.topic }]);
-  return consumer;
-}
 
 const text = (v: unknown): string | undefined => (v === undefined ? undefined : Buffer.isBuffer(v) ? v.toString("utf8") : Array.isArray(v) ? text(v[0]) : String(v));
 
@@ -295,22 +288,13 @@ export async function runWorld(settings: Settings, foreign: ForeignClients, o: W
 
     // Fault 2: a replay --promote killed inside its pause; a member that never acknowledges holds it there.
     await until("two thirds of the log committed", async () => (await committed()) >= (2 * planned) / 3, left(), failure);
-    const zombie = await zombieMember(settings);
+    const zombie = await pausedMember(settings, "mufold-world-zombie");
     try {
       await until("the zombie to join the group", async () => ((await admin.describeGroups([settings.group])).groups[0]?.members.length ?? 0) === 3, 60_000, failure);
       const control = `${settings.prefix}:control`;
       const liveBefore = await redis.hget(control, "generation");
       const replay = spawn(process.execPath, [BIN, "replay", "--promote"], {
-        env: {
-          ...process.env,
-          KAFKA_BROKERS: settings.brokers.join(","),
-          REDIS_URL: settings.redisUrl,
-          MUFOLD_TOPIC: settings.topic,
-          MUFOLD_GROUP: settings.group,
-          MUFOLD_PREFIX: settings.prefix,
-          MUFOLD_PAUSE_LEASE_SECONDS: String(o.leaseSeconds),
-          MUFOLD_LOG_LEVEL: "error",
-        },
+        env: { ...process.env, ...settingsEnv(settings), MUFOLD_PAUSE_LEASE_SECONDS: String(o.leaseSeconds), MUFOLD_LOG_LEVEL: "error" },
         stdio: ["ignore", "ignore", "pipe"],
       });
       let stderr = "";

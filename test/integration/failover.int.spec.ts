@@ -2,6 +2,7 @@
  * Failover: a fold worker killed with SIGKILL (no LeaveGroup) is replaced by the
  * survivor within the group's session timeout, not the ~35 s of the old settings.
  */
+import { waitFor } from "../support/wait.js";
 import type { ChildProcess } from "node:child_process";
 import { performance } from "node:perf_hooks";
 import { afterEach, describe, expect, it } from "vitest";
@@ -13,7 +14,7 @@ import type { Observation } from "../../src/core/index.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
-import { comparePackets, dropPrefix, expectedPackets, readAllPackets, sleep, spawnWorker, stopWorker, testSettings } from "../support/pipeline.js";
+import { comparePackets, dropPrefix, expectedPackets, readAllPackets, spawnWorker, stopWorker, testSettings } from "../support/pipeline.js";
 
 const { AssignerProtocol } = kafkajs;
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -51,15 +52,6 @@ async function ends(admin: Admin, settings: Settings): Promise<Map<number, numbe
   return new Map((await admin.fetchTopicOffsets(settings.topic)).map((p) => [p.partition, Number(p.high)]));
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
-    await sleep(50);
-  }
-}
 
 const caughtUp = (c: Map<number, number>, e: Map<number, number>) => [...e].every(([p, high]) => (c.get(p) ?? -1) >= high);
 

@@ -1,4 +1,5 @@
 import { createServer, type AddressInfo } from "node:net";
+import { waitFor } from "../support/wait.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import kafkajs from "kafkajs";
@@ -72,16 +73,6 @@ const sum = (m: Map<number, number>) => [...m.values()].reduce((a, b) => a + b, 
 const committedTotal = async (admin: Admin, settings: Settings) => sum(await committedByPartition(admin, settings));
 const logEnd = async (admin: Admin, settings: Settings) => (await admin.fetchTopicOffsets(settings.topic)).reduce((a, p) => a + Number(p.high), 0);
 
-/** Poll until `probe` returns a value (or fail after the timeout, naming the condition). */
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
-    await sleep(25);
-  }
-}
 
 /**
  * Produce `messages` in order, topping the group's backlog (produced - committed) up to

@@ -5,6 +5,7 @@
  * Redis here is a private server (its own port and AOF), so stopping it
  * touches no other test.
  */
+import { until } from "../support/wait.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { FoldWorker } from "../../consumers/fold-worker.js";
 import { observationMessage } from "../../producers/observation-message.js";
@@ -24,13 +25,6 @@ function workload(seed: number, startTime = "2026-11-01T00:00:00Z"): Observation
   return [...simulate({ agents: 5, observationsPerAgent: 20, snapshotEvery: 10, seed, startTime })].map((d) => d.observation);
 }
 
-async function until(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe("outages", () => {
   it("Redis stopped for 40 s: the fold holds its batch, reports not ready, and resumes without a restart", async () => {

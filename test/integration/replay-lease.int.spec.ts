@@ -6,10 +6,12 @@
  * consumer with every partition paused) holds the promote in its pause, so the
  * kill lands inside it every time.
  */
+import { until } from "../support/wait.js";
+import { pausedMember } from "../support/group-members.js";
+import { settingsEnv } from "../../src/fold-process.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import type { Consumer } from "kafkajs";
 import { runReplay } from "../../consumers/replay.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
@@ -32,24 +34,7 @@ function workload(seed: number, startTime = "2026-11-01T00:00:00Z"): Observation
   return [...simulate({ agents: 6, observationsPerAgent: 25, scopesPerAgent: 2, snapshotEvery: 10, seed, startTime })].map((d) => d.observation);
 }
 
-async function until(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<number> {
-  const started = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return Date.now() - started;
-}
 
-/** A fold-group member that takes partitions and never acknowledges a pause. */
-async function zombieMember(settings: Settings): Promise<Consumer> {
-  const consumer = createKafka({ brokers: settings.brokers, clientId: "mufold-test-zombie" }).consumer({ groupId: settings.group, sessionTimeout: 10_000, heartbeatInterval: 1_000 });
-  await consumer.connect();
-  await consumer.subscribe({ topic: settings.topic, fromBeginning: true });
-  await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: async () => undefined });
-  consumer.pause([{ topic: settings.topic }]);
-  return consumer;
-}
 
 async function members(settings: Settings): Promise<number> {
   const admin = createKafka({ brokers: settings.brokers, clientId: "mufold-test-members" }).admin();
@@ -63,16 +48,7 @@ async function members(settings: Settings): Promise<number> {
 
 function spawnReplay(settings: Settings, args: string[]): { child: ChildProcess; exited: Promise<number | null>; stderr: () => string } {
   const child = spawn(process.execPath, [BIN, "replay", ...args], {
-    env: {
-      ...process.env,
-      KAFKA_BROKERS: settings.brokers.join(","),
-      REDIS_URL: settings.redisUrl,
-      MUFOLD_TOPIC: settings.topic,
-      MUFOLD_GROUP: settings.group,
-      MUFOLD_PREFIX: settings.prefix,
-      MUFOLD_PAUSE_LEASE_SECONDS: String(LEASE_SECONDS),
-      MUFOLD_LOG_LEVEL: "error",
-    },
+    env: { ...process.env, ...settingsEnv(settings), MUFOLD_PAUSE_LEASE_SECONDS: String(LEASE_SECONDS), MUFOLD_LOG_LEVEL: "error" },
     stdio: ["ignore", "ignore", "pipe"],
   });
   let err = "";
@@ -91,7 +67,7 @@ async function promoteHeldInPause(settings: Settings, redis: Redis) {
   const worker = spawnWorker(settings, { MUFOLD_PAUSE_LEASE_SECONDS: String(LEASE_SECONDS) });
   cleanups.push(() => stopWorker(worker));
   await waitCaughtUp(settings);
-  const zombie = await zombieMember(settings);
+  const zombie = await pausedMember(settings, "mufold-test-zombie");
   cleanups.push(() => zombie.disconnect());
   await until("the zombie to join", async () => (await members(settings)) === 2);
   const liveBefore = await redis.hget(`${settings.prefix}:control`, "generation");

@@ -14,6 +14,7 @@
  *
  * Spawns bin/mufold.js: `npm run build` first.
  */
+import { settingsEnv } from "../../src/fold-process.js";
 import { spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
@@ -47,17 +48,7 @@ function mufold(args: string[], settings: Settings, env: Record<string, string> 
   delete base.MUFOLD_REPLICATION_FACTOR;
   delete base.MUFOLD_ALLOW_EVICTING_POLICY;
   const child = spawn(process.execPath, [BIN, ...args], {
-    env: {
-      ...base,
-      KAFKA_BROKERS: settings.brokers.join(","),
-      REDIS_URL: settings.redisUrl,
-      MUFOLD_TOPIC: settings.topic,
-      MUFOLD_GROUP: settings.group,
-      MUFOLD_PREFIX: settings.prefix,
-      MUFOLD_PARTITIONS: String(settings.partitions),
-      MUFOLD_LOG_LEVEL: "warn",
-      ...env,
-    },
+    env: { ...base, ...settingsEnv(settings), MUFOLD_LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";

@@ -4,6 +4,7 @@
  * topic deleted and recreated under the same name. Each test uses its own
  * Redis database (FLUSHDB touches nothing else) and its own topic and group.
  */
+import { until } from "../support/wait.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { createKafka } from "../../src/adapters/kafka/client.js";
@@ -34,13 +35,6 @@ function isolated(db: number, overrides: Partial<Settings> = {}): { settings: Se
   return { settings, redis };
 }
 
-async function until(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 async function committedTotal(settings: Settings): Promise<bigint> {
   const admin = createKafka({ brokers: settings.brokers, clientId: "mufold-test-offsets" }).admin();

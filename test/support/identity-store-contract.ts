@@ -5,20 +5,11 @@
  * values are written out by hand or come from the pure reducer, never from
  * the store or the fold engine under test.
  */
+import { expectedPackets } from "./oracle.js";
 import { describe, expect, it } from "vitest";
 import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../consumers/identity-applier.js";
 import { simulate, Prng, type SimulationOptions } from "../../producers/simulation.js";
-import {
-  canonicalJson,
-  contextOfObservation,
-  emptyIdentityState,
-  foldDelivery,
-  observationFingerprint,
-  projectIdentityState,
-  reducerIdentity,
-  type Observation,
-  type ReducerContext,
-} from "../../src/core/index.js";
+import { contextOfObservation, observationFingerprint, reducerIdentity, type Observation } from "../../src/core/index.js";
 import type { PartOp } from "../../src/fold/delta.js";
 import { StaleVersionError, StateLostError, type IdentityStore } from "../../src/fold/identity-store.js";
 import type { IdentityPart } from "../../src/fold/keys.js";
@@ -29,23 +20,9 @@ export type StoreFactory = () => IdentityStore | Promise<IdentityStore>;
 const REDUCER_VERSION = "memory_utility_reducer_v0";
 const G = 1;
 
-/**
- * The pure reducer over each identity's deliveries: `expectedPackets` of
- * test/support/pipeline.ts, which the unit tier cannot import (that module
- * loads the Redis functions when imported). The Redis spec checks the two agree.
- */
+/** The pure reducer over each identity's deliveries (the oracle every pipeline test uses). */
 export function reducerPackets(deliveries: readonly Observation[]): Map<string, string> {
-  const states = new Map<string, { context: ReducerContext; state: ReturnType<typeof emptyIdentityState> }>();
-  for (const obs of deliveries) {
-    const context = contextOfObservation(obs, REDUCER_VERSION);
-    const id = reducerIdentity(context);
-    let entry = states.get(id);
-    if (entry === undefined) states.set(id, (entry = { context, state: emptyIdentityState() }));
-    foldDelivery(entry.state, obs);
-  }
-  const out = new Map<string, string>();
-  for (const [id, { context, state }] of states) out.set(id, canonicalJson(projectIdentityState(context, state)));
-  return out;
+  return expectedPackets(deliveries, REDUCER_VERSION);
 }
 
 // --- ops, written out -------------------------------------------------------

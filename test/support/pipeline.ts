@@ -11,17 +11,10 @@ import { connectRedis } from "../../src/adapters/redis/connect.js";
 import { ensureSetup } from "../../src/adapters/redis/functions.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
 import { resolveSettings, type Settings } from "../../src/config.js";
-import {
-  canonicalJson,
-  contextOfObservation,
-  emptyIdentityState,
-  foldDelivery,
-  projectIdentityState,
-  reducerIdentity,
-  type Observation,
-  type ReducerContext,
-} from "../../src/core/index.js";
 import { createLogger } from "../../src/log.js";
+import { expectedPackets } from "./oracle.js";
+
+export { expectedPackets };
 import { ProjectionReader } from "../../src/readback.js";
 
 export const BIN = fileURLToPath(new URL("../../bin/mufold.js", import.meta.url));
@@ -45,21 +38,6 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Wait until the group has committed every partition's end offset. */
 export function waitCaughtUp(settings: Settings, timeoutMs = 120_000): Promise<void> {
   return waitForGroup(settings, timeoutMs);
-}
-
-/** What every identity's packet must be: the embedded reducer over its valid deliveries. */
-export function expectedPackets(deliveries: readonly Observation[], reducerVersion = "memory_utility_reducer_v0"): Map<string, string> {
-  const states = new Map<string, { context: ReducerContext; state: ReturnType<typeof emptyIdentityState> }>();
-  for (const obs of deliveries) {
-    const context = contextOfObservation(obs, reducerVersion);
-    const id = reducerIdentity(context);
-    let entry = states.get(id);
-    if (entry === undefined) states.set(id, (entry = { context, state: emptyIdentityState() }));
-    foldDelivery(entry.state, obs);
-  }
-  const out = new Map<string, string>();
-  for (const [id, { context, state }] of states) out.set(id, canonicalJson(projectIdentityState(context, state)));
-  return out;
 }
 
 export async function readAllPackets(settings: Settings): Promise<Map<string, string>> {
