@@ -7,11 +7,21 @@
  *   5. worker memory vs number of identities, at a fixed cache size
  *   6. Redis memory per delivery and per identity
  *
- *   npx tsx bench/pipeline.bench.ts [--records 100000] [--latency-rate 5000] [--latency-seconds 20]
+ *   7. IdentityModel.plan per new delivery at 10 and 1,000 held deliveries (bench/plan.bench.ts, pure)
+ *   8. core vs the Python reference (bench/core.bench.ts, spawned; needs .cache/reference-venv)
+ *
+ *   npx tsx bench/pipeline.bench.ts [--records 100000] [--latency-rate 2000,5000] [--latency-seconds 10]
+ *       [--memory-identities 10000,100000] [--cache-size 10000] [--plan-samples 200] [--core-repeat 30]
+ *       [--skip-core] [--json FILE]
+ *
+ * --json FILE writes every measurement as one JSON object (the issue 10 keys; null
+ * for what this run could not measure). Run `npm run build` first: the spawned
+ * workers run bin/mufold.js from dist/.
  *
  * Needs KAFKA_BROKERS / REDIS_URL (defaults 127.0.0.1) and kcat on PATH.
  */
 import { execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import { createKafka } from "../src/adapters/kafka/client.js";
@@ -24,18 +34,34 @@ import { runReplay } from "../consumers/replay.js";
 import { observationMessage } from "../producers/observation-message.js";
 import { openSender } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
+import { measurePlan } from "./plan.bench.js";
 import { dropPrefix, quietLog, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../test/support/pipeline.js";
 
 const { values } = parseArgs({
   options: {
     records: { type: "string", default: "100000" },
-    "latency-rate": { type: "string", default: "5000" },
-    "latency-seconds": { type: "string", default: "20" },
+    "latency-rate": { type: "string", default: "2000,5000" },
+    "latency-seconds": { type: "string", default: "10" },
     "memory-identities": { type: "string", default: "10000,100000" },
     "cache-size": { type: "string", default: "10000" },
+    "plan-samples": { type: "string", default: "200" },
+    "core-repeat": { type: "string", default: "30" },
+    "skip-core": { type: "boolean", default: false },
+    json: { type: "string" },
   },
 });
 const RECORDS = Number(values.records);
+const startedAt = Date.now();
+/** The JSON result: issue 10's keys (null = not measured in this run), plus the raw points behind them. */
+const result: Record<string, unknown> = {
+  command: ["npx tsx bench/pipeline.bench.ts", ...process.argv.slice(2)].join(" "),
+  measured_at: new Date().toISOString(),
+  git_commit: execFileSync("git", ["rev-parse", "HEAD"]).toString().trim(),
+  git_dirty: execFileSync("git", ["status", "--porcelain", "--untracked-files=no"]).toString().trim() !== "",
+  node: process.version,
+  records: RECORDS,
+};
+const round = (x: number, digits = 2) => Number(x.toFixed(digits));
 const rows: string[][] = [];
 const out = (...cells: (string | number)[]) => {
   rows.push(cells.map(String));
@@ -83,13 +109,23 @@ function kcat(settings: Settings): number {
   return (Date.now() - t0) / 1000;
 }
 
-async function foldOnce(settings: Settings): Promise<number> {
+/** One in-process FoldWorker over the whole topic: wall seconds and this process's CPU (user + system) meanwhile. */
+async function foldOnce(settings: Settings): Promise<{ seconds: number; cpuUs: number }> {
   const t0 = Date.now();
+  const cpu0 = process.cpuUsage();
   const worker = await FoldWorker.start(settings, quietLog);
   await waitCaughtUp(settings, 1_800_000);
+  const cpu = process.cpuUsage(cpu0);
   const seconds = (Date.now() - t0) / 1000;
   await worker.stop();
-  return seconds;
+  return { seconds, cpuUs: cpu.user + cpu.system };
+}
+
+async function redisNetInput(redisUrl: string): Promise<number> {
+  const r = new Redis(redisUrl);
+  const info = await r.info("stats");
+  await r.quit();
+  return Number(/total_net_input_bytes:(\d+)/.exec(info)![1]);
 }
 
 async function redisMemory(redisUrl: string): Promise<number> {
@@ -111,7 +147,9 @@ await ensureSetup(testSettings());
   const raw = await rawKafkajs(settings, RECORDS);
   const kc = kcat(settings);
   const memBefore = await redisMemory(settings.redisUrl);
-  const fold = await foldOnce(settings);
+  const netBefore = await redisNetInput(settings.redisUrl);
+  const { seconds: fold, cpuUs } = await foldOnce(settings);
+  const netAfter = await redisNetInput(settings.redisUrl);
   const memAfter = await redisMemory(settings.redisUrl);
   const replay = await runReplay(settings, { verify: false, promote: false, keepShadow: false }, quietLog);
   const identities = Number(execFileSync("redis-cli", ["-u", settings.redisUrl, "SCARD", `${settings.prefix}:g1:index`]).toString().trim());
@@ -123,6 +161,25 @@ await ensureSetup(testSettings());
   out("replay / live fold", ((RECORDS / fold) > 0 ? replay.recordsPerSecond / (RECORDS / fold) : 0).toFixed(2), "ratio");
   out("Redis memory per delivery", Math.round((memAfter - memBefore) / RECORDS), "bytes");
   out("Redis memory per identity", Math.round((memAfter - memBefore) / identities), `bytes (${identities} identities)`);
+  out("worker CPU per record (in-process fold, user + system)", Math.round(cpuUs / RECORDS), "µs");
+  out("Redis input bytes per delivery (total_net_input_bytes, whole server)", Math.round((netAfter - netBefore) / RECORDS), "bytes");
+  Object.assign(result, {
+    produce_records_per_s: Math.round(RECORDS / produceSeconds),
+    fold_records_per_s: Math.round(RECORDS / fold),
+    raw_kafkajs_records_per_s: Math.round(RECORDS / raw),
+    kcat_records_per_s: Math.round(RECORDS / kc),
+    fold_over_raw: round(raw / fold, 3),
+    worker_cpu_us_per_record: Math.round(cpuUs / RECORDS),
+    worker_cpu_cores_during_fold: round(cpuUs / 1e6 / fold),
+    replay_records_per_s: replay.recordsPerSecond,
+    replay_over_live: round(replay.recordsPerSecond / (RECORDS / fold), 3),
+    // Replay has no scale-out yet (`mufold replay --workers N` does not exist): not measurable, so null.
+    replay_2_workers_over_1: null,
+    redis_bytes_per_delivery: Math.round((memAfter - memBefore) / RECORDS),
+    redis_bytes_per_identity: Math.round((memAfter - memBefore) / identities),
+    redis_identities: identities,
+    redis_net_input_bytes_per_delivery: Math.round((netAfter - netBefore) / RECORDS),
+  });
   await dropPrefix(settings);
 }
 
@@ -142,12 +199,12 @@ await ensureSetup(testSettings());
   const seconds = (Date.now() - t0) / 1000;
   for (const w of workers) await stopWorker(w);
   out("end to end (produce -> visible in Redis), two workers", Math.round(RECORDS / seconds), "observations/s");
+  result.e2e_obs_per_s = Math.round(RECORDS / seconds);
   await dropPrefix(settings);
 }
 
 // 3: latency at a fixed offered load: send time -> the group has committed past the record (Redis has it).
-{
-  const rate = Number(values["latency-rate"]);
+for (const rate of String(values["latency-rate"]).split(",").map(Number)) {
   const seconds = Number(values["latency-seconds"]);
   const settings = { ...testSettings(), partitions: 12 };
   const messages = workload(rate * seconds, 500, 50, 3);
@@ -196,6 +253,9 @@ await ensureSetup(testSettings());
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!;
   out(`produce-to-readback latency at ${rate}/s, p50`, pct(50), "ms");
   out(`produce-to-readback latency at ${rate}/s, p99`, pct(99), "ms");
+  result[`latency_p50_ms_at_${rate}`] = pct(50);
+  result[`latency_p99_ms_at_${rate}`] = pct(99);
+  result.latency_seconds = seconds;
   await producer.disconnect();
   await admin.disconnect();
   for (const w of workers) await stopWorker(w);
@@ -203,6 +263,7 @@ await ensureSetup(testSettings());
 }
 
 // 5: worker memory vs identities, cache size fixed.
+const rssByIdentities: Record<string, number> = {};
 for (const n of String(values["memory-identities"]).split(",").map(Number)) {
   const settings = { ...testSettings(), partitions: 12 };
   const messages = workload(n, n, 1, 5); // one observation per agent: n identities
@@ -212,8 +273,45 @@ for (const n of String(values["memory-identities"]).split(",").map(Number)) {
   const rss = Number(execFileSync("ps", ["-o", "rss=", "-p", String(child.pid)]).toString().trim()) * 1024;
   await stopWorker(child);
   out(`worker RSS after folding ${n} identities (cache ${values["cache-size"]})`, Math.round(rss / 1024 / 1024), "MiB");
+  rssByIdentities[String(n)] = Math.round(rss / 1024 / 1024);
   await dropPrefix(settings);
 }
+result.rss_mib_by_identities = rssByIdentities;
+result.rss_cache_size = Number(values["cache-size"]);
+// Null when the point was not run (e.g. 300k identities is too long for one run here).
+result.rss_mib_at_10k_identities = rssByIdentities["10000"] ?? null;
+result.rss_mib_at_300k_identities = rssByIdentities["300000"] ?? null;
+
+// 7: IdentityModel.plan for one new delivery, pure and in process.
+{
+  const samples = Number(values["plan-samples"]);
+  for (const n of [10, 1000]) {
+    const r = measurePlan(n, samples);
+    out(`IdentityModel.plan, one new delivery on an identity holding ${n} (median of ${samples})`, r.medianUs.toFixed(1), "µs");
+    result[`plan_us_per_delivery_n${n}`] = round(r.medianUs, 1);
+    result[`plan_us_p90_n${n}`] = round(r.p90Us, 1);
+  }
+}
+
+// 8: core vs the Python reference: bench/core.bench.ts in its own process, its ratios parsed from its table.
+result.core_over_reference_300 = null;
+result.core_over_reference_1000 = null;
+if (!values["skip-core"]) {
+  const repeat = String(values["core-repeat"]);
+  const table = execFileSync("npx", ["tsx", "bench/core.bench.ts", "--repeat", repeat], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 1 << 24 });
+  const ratio = (deliveries: string) => {
+    const line = table.split("\n").find((l) => l.startsWith(`| one identity, ${deliveries} deliveries`));
+    const m = line === undefined ? null : /\| ([\d.]+)x \|$/.exec(line.trim());
+    return m === null ? null : Number(m[1]);
+  };
+  result.core_over_reference_300 = ratio("300");
+  result.core_over_reference_1000 = ratio("1,000");
+  result.core_repeat = Number(repeat);
+  out("core / reference, one identity of 300 deliveries", String(result.core_over_reference_300), "ratio");
+  out("core / reference, one identity of 1,000 deliveries", String(result.core_over_reference_1000), "ratio");
+}
+result.seconds_total = Math.round((Date.now() - startedAt) / 1000);
+if (values.json !== undefined) writeFileSync(values.json, JSON.stringify(result, null, 2) + "\n");
 
 console.log("| measurement | value | unit |");
 console.log("|---|---|---|");

@@ -25,6 +25,7 @@ export class FleetPause {
   static async take(store: RedisStore, leaseSeconds: number, log: Logger): Promise<FleetPause> {
     const epoch = await store.pause(null, leaseSeconds * 1000);
     const pause = new FleetPause(store, epoch, leaseSeconds * 1000, log);
+    await store.clearPauseAcks(); // acks of workers long gone would pile up; live ones ack again at once
     pause.renewal = setInterval(() => void pause.renew(), Math.max(200, Math.floor(pause.leaseMs / 3)));
     pause.renewal.unref();
     return pause;

@@ -243,6 +243,7 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
     pause = undefined;
     await reader?.stop().catch(() => undefined);
     reader = undefined;
+    await admin.deleteGroups([groupId]).catch(() => undefined);
     if (rebuilt !== undefined && !promoted) {
       const nowLive = await store.liveGeneration().catch(() => rebuilt);
       if (nowLive !== rebuilt) await dropShadow(store, rebuilt).catch((error) => log.warn("could not drop the shadow generation", { generation: rebuilt, error: String(error) }));

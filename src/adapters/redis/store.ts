@@ -241,6 +241,11 @@ export class RedisStore implements IdentityStore {
     await this.redis.hset(`${controlKey(this.prefix)}:acks`, member, String(epoch));
   }
 
+  /** Forget every acknowledgement (a new pause: each live worker acknowledges it again within a poll). */
+  async clearPauseAcks(): Promise<void> {
+    await this.redis.del(`${controlKey(this.prefix)}:acks`);
+  }
+
   async pauseAcks(): Promise<Record<string, string>> {
     return this.redis.hgetall(`${controlKey(this.prefix)}:acks`);
   }
