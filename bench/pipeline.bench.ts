@@ -28,7 +28,9 @@ import { createKafka } from "../src/adapters/kafka/client.js";
 import { ReliableProducer, type OutMessage } from "../src/adapters/kafka/producer.js";
 import { ensureTopics } from "../src/adapters/kafka/topics.js";
 import { ensureSetup } from "../src/adapters/redis/functions.js";
+import { RedisStore } from "../src/adapters/redis/store.js";
 import type { Settings } from "../src/config.js";
+import { indexKey } from "../src/fold/keys.js";
 import { FoldWorker } from "../consumers/fold-worker.js";
 import { runReplay } from "../consumers/replay.js";
 import { observationMessage } from "../producers/observation-message.js";
@@ -121,6 +123,17 @@ async function foldOnce(settings: Settings): Promise<{ seconds: number; cpuUs: n
   return { seconds, cpuUs: cpu.user + cpu.system };
 }
 
+/** Identities in the live generation's index (generation numbers are not 1 any more: read the control hash). */
+async function liveIdentities(settings: Settings): Promise<number> {
+  const r = new Redis(settings.redisUrl);
+  try {
+    const generation = await new RedisStore(r, settings.prefix).liveGeneration();
+    return generation === null ? 0 : await r.scard(indexKey(settings.prefix, generation));
+  } finally {
+    await r.quit();
+  }
+}
+
 async function redisNetInput(redisUrl: string): Promise<number> {
   const r = new Redis(redisUrl);
   const info = await r.info("stats");
@@ -152,7 +165,7 @@ await ensureSetup(testSettings());
   const netAfter = await redisNetInput(settings.redisUrl);
   const memAfter = await redisMemory(settings.redisUrl);
   const replay = await runReplay(settings, { verify: false, promote: false, keepShadow: false }, quietLog);
-  const identities = Number(execFileSync("redis-cli", ["-u", settings.redisUrl, "SCARD", `${settings.prefix}:g1:index`]).toString().trim());
+  const identities = await liveIdentities(settings);
   out("raw kafkajs consumption (eachBatch, no processing)", Math.round(RECORDS / raw), "records/s");
   out("kcat consumption (librdkafka, to /dev/null)", Math.round(RECORDS / kc), "records/s");
   out("fold, one worker (decide + apply + DLQ + commit)", Math.round(RECORDS / fold), "records/s");
@@ -262,21 +275,42 @@ for (const rate of String(values["latency-rate"]).split(",").map(Number)) {
   await dropPrefix(settings);
 }
 
-// 5: worker memory vs identities, cache size fixed.
-const rssByIdentities: Record<string, number> = {};
+// 5: worker memory vs identities, cache size fixed. RSS read once the group has caught up (and its peak, sampled
+// every second); a worker that dies first (out of memory) gives null, not a number.
+const rssByIdentities: Record<string, number | null> = {};
+const rssPeakByIdentities: Record<string, number | null> = {};
+const rssOf = (pid: number): number => Number(execFileSync("ps", ["-o", "rss=", "-p", String(pid)]).toString().trim()) * 1024;
 for (const n of String(values["memory-identities"]).split(",").map(Number)) {
   const settings = { ...testSettings(), partitions: 12 };
   const messages = workload(n, n, 1, 5); // one observation per agent: n identities
   await produceAll(settings, messages);
   const child = spawnWorker(settings, { MUFOLD_CACHE_SIZE: String(values["cache-size"]) });
-  await waitCaughtUp(settings, 1_800_000);
-  const rss = Number(execFileSync("ps", ["-o", "rss=", "-p", String(child.pid)]).toString().trim()) * 1024;
-  await stopWorker(child);
-  out(`worker RSS after folding ${n} identities (cache ${values["cache-size"]})`, Math.round(rss / 1024 / 1024), "MiB");
-  rssByIdentities[String(n)] = Math.round(rss / 1024 / 1024);
+  let peak = 0;
+  const sampler = setInterval(() => {
+    try {
+      peak = Math.max(peak, rssOf(child.pid!));
+    } catch {
+      // gone
+    }
+  }, 1000);
+  const exited = new Promise<string>((resolve) => child.once("exit", (code, signal) => resolve(`exited (code ${code}, signal ${signal})`)));
+  const outcome = await Promise.race([waitCaughtUp(settings, 1_800_000).then(() => "caught up"), exited]);
+  clearInterval(sampler);
+  if (outcome === "caught up") {
+    const rss = rssOf(child.pid!);
+    peak = Math.max(peak, rss);
+    await stopWorker(child);
+    out(`worker RSS after folding ${n} identities (cache ${values["cache-size"]}); peak`, `${Math.round(rss / 1024 / 1024)}; ${Math.round(peak / 1024 / 1024)}`, "MiB");
+    rssByIdentities[String(n)] = Math.round(rss / 1024 / 1024);
+  } else {
+    out(`worker RSS after folding ${n} identities (cache ${values["cache-size"]})`, `worker ${outcome} before catching up; peak ${Math.round(peak / 1024 / 1024)}`, "MiB");
+    rssByIdentities[String(n)] = null;
+  }
+  rssPeakByIdentities[String(n)] = Math.round(peak / 1024 / 1024);
   await dropPrefix(settings);
 }
 result.rss_mib_by_identities = rssByIdentities;
+result.rss_peak_mib_by_identities = rssPeakByIdentities;
 result.rss_cache_size = Number(values["cache-size"]);
 // Null when the point was not run (e.g. 300k identities is too long for one run here).
 result.rss_mib_at_10k_identities = rssByIdentities["10000"] ?? null;
@@ -316,3 +350,5 @@ if (values.json !== undefined) writeFileSync(values.json, JSON.stringify(result,
 console.log("| measurement | value | unit |");
 console.log("|---|---|---|");
 for (const r of rows) console.log(`| ${r.join(" | ")} |`);
+// A worker that died leaves waitCaughtUp polling until its timeout: do not wait for it.
+process.exit(0);
