@@ -12,7 +12,6 @@ import { sleepUnlessAborted } from "./waiting.js";
 
 export class FleetPause {
   private renewal: NodeJS.Timeout | undefined;
-  private lost: unknown;
 
   private constructor(
     private readonly store: RedisStore,
@@ -37,7 +36,6 @@ export class FleetPause {
     } catch (error) {
       // A missed renewal is survivable while the lease lasts; once it lapsed it is never taken back
       // (the folds may have resumed), and the promote, which re-checks the lease atomically, refuses.
-      this.lost = error;
       if (error instanceof PauseLostError) clearInterval(this.renewal);
       this.log.warn("could not renew the fleet pause", { error: error instanceof Error ? error.message : String(error) });
     }
@@ -53,11 +51,6 @@ export class FleetPause {
       if (Date.now() > deadline) throw new MufoldError(`only ${acks} of ${members} fold workers paused within ${timeoutSeconds}s; nothing was promoted`);
       await sleepUnlessAborted(200, signal);
     }
-  }
-
-  /** The last renewal error, if any (the lease may have run out). */
-  get renewalError(): unknown {
-    return this.lost;
   }
 
   /** Stop renewing; release the pause unless a promote already cleared it. */

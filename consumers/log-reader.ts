@@ -25,8 +25,6 @@ export class LogReader {
   private readonly held = new Map<number, Held>();
   private consumer: GroupConsumer | undefined;
   private crash: unknown;
-  /** Records handed to the handler so far. */
-  handed = 0;
 
   private constructor(
     private readonly topic: string,
@@ -112,7 +110,6 @@ export class LogReader {
     const next = beyond.length > 0 ? BigInt(beyond[0]!.offset) : BigInt(ctx.nextOffset);
     if (within.length > 0) {
       await this.handle(within, { ...ctx, nextOffset: next.toString() });
-      this.handed += within.length;
     }
     if (next > (this.positions.get(p) ?? 0n)) this.positions.set(p, next);
     if (beyond.length > 0) {

@@ -15,7 +15,6 @@
  * - Every wait has a deadline; a crashed consumer ends the replay with its cause.
  */
 import { randomBytes } from "node:crypto";
-import type { Admin } from "kafkajs";
 import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
 import { assertInfiniteRetention, groupOffsets, partitionOffsets } from "../src/adapters/kafka/topics.js";
 import { connectRedis, redisClientSettings } from "../src/adapters/redis/connect.js";
@@ -30,7 +29,7 @@ import { FleetPause } from "./fleet-pause.js";
 import { IdentityApplier } from "./identity-applier.js";
 import { LogReader } from "./log-reader.js";
 import { PartitionGuard, partitionField } from "./partition-guard.js";
-import { failedReport, verifyGenerations, type VerifyFailure, type VerifyReport } from "./verify.js";
+import { differingOrigins, failedReport, verifyGenerations, type VerifyFailure, type VerifyReport } from "./verify.js";
 import { AbortedError, sleepUnlessAborted, waitFor } from "./waiting.js";
 
 export interface ReplayOptions {
@@ -102,17 +101,14 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
     const comparable = live !== null && (control.reducerVersion === null || control.reducerVersion === settings.reducerVersion);
     const ends = await partitionOffsets(admin, settings.topic);
     const liveMarks = async () => markTargets(live === null ? new Map() : await store.generationFields(live, "mark"), settings.topic);
-    // Verify compares the prefix the live fold has sealed; a promote goes to the end of the log.
-    const targets = options.verify && comparable ? await liveMarks() : new Map(ends.map((e) => [e.partition, e.high]));
-    for (const e of ends) if (!targets.has(e.partition)) targets.set(e.partition, 0n);
-    // A log shorter than what the live generation folded was truncated or recreated: it cannot be compared.
-    const shorter: VerifyFailure[] = [];
-    for (const e of ends) {
-      if ((targets.get(e.partition) ?? 0n) <= e.high) continue;
-      shorter.push({ reason: "topic_origin_differs", detail: `partition ${e.partition} ends at ${e.high}, below the ${targets.get(e.partition)} the live generation folded (topic truncated or recreated)` });
-      targets.set(e.partition, e.high);
-    }
-    for (const p of [...targets.keys()]) if (!ends.some((e) => e.partition === p)) targets.delete(p);
+    const marksAtStart = await liveMarks();
+    // A log shorter than what the live generation folded was truncated or recreated: it cannot be compared,
+    // and the live marks bound nothing a rebuild must hold.
+    const shorter: VerifyFailure[] = ends
+      .filter((e) => (marksAtStart.get(e.partition) ?? 0n) > e.high)
+      .map((e) => ({ reason: "topic_origin_differs", detail: `partition ${e.partition} ends at ${e.high}, below the ${marksAtStart.get(e.partition)} the live generation folded (topic truncated or recreated)` }));
+    // Verify compares the prefix the live fold has sealed (capped at the log's end); a promote goes to the end of the log.
+    const targets = new Map(ends.map((e) => [e.partition, options.verify && comparable ? minOf(marksAtStart.get(e.partition) ?? 0n, e.high) : e.high]));
 
     // The build holds a lease it renews: a killed replay's generation is dropped by a later promote.
     const buildLeaseMs = Math.max(60_000, settings.pauseLeaseSeconds * 1000);
@@ -192,7 +188,7 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
       if (options.promote && (summary.verified !== false || live === null || !comparable)) {
         // The live generation folded another log when its marks pass the log's end or its origins differ
         // (a recreated topic): then its marks do not bound what the rebuild must hold.
-        const logChanged = live !== null && (await liveLogDiffers(store, admin, settings.topic, live, generation));
+        const logChanged = live !== null && (shorter.length > 0 || (await differingOrigins(store, live, generation)).length > 0);
         for (let attempt = 1; ; attempt++) {
           // Everything the live fold has folded or committed, capped at the log's end.
           const committed = await groupOffsets(admin, settings.group, settings.topic);
@@ -258,17 +254,7 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
   }
 }
 
-/** Whether the live generation folded another log than the one the rebuild read (recreated or truncated topic). */
-async function liveLogDiffers(store: RedisStore, admin: Admin, topic: string, live: number, rebuilt: number): Promise<boolean> {
-  const [liveOrigins, rebuiltOrigins, marks] = await Promise.all([store.generationFields(live, "origin"), store.generationFields(rebuilt, "origin"), store.generationFields(live, "mark")]);
-  for (const [partition, fingerprint] of rebuiltOrigins) {
-    const other = liveOrigins.get(partition);
-    if (other !== undefined && other !== fingerprint) return true;
-  }
-  const ends = await partitionOffsets(admin, topic);
-  const targets = markTargets(marks, topic);
-  return ends.some((e) => (targets.get(e.partition) ?? 0n) > e.high);
-}
+const minOf = (a: bigint, b: bigint): bigint => (a < b ? a : b);
 
 function maxOf(...values: (bigint | undefined)[]): bigint {
   let out = 0n;

@@ -50,14 +50,16 @@ export function failedReport(failure: VerifyFailure): VerifyReport {
   return { ok: false, identities: 0, compared: 0, mismatches: 0, notComparable: 0, mismatchedIdentities: [], failures: [failure] };
 }
 
+/** Partitions (`<topic>:<partition>`) whose record at offset 0 differs between the two generations: they folded different logs. */
+export async function differingOrigins(store: RedisStore, live: number, rebuilt: number): Promise<string[]> {
+  const [liveOrigins, rebuiltOrigins] = await Promise.all([store.generationFields(live, "origin"), store.generationFields(rebuilt, "origin")]);
+  return [...rebuiltOrigins].filter(([partition, fingerprint]) => (liveOrigins.get(partition) ?? fingerprint) !== fingerprint).map(([partition]) => partition);
+}
+
 export async function verifyGenerations(store: RedisStore, live: number, rebuilt: number): Promise<VerifyReport> {
   const report: VerifyReport = { ok: false, identities: 0, compared: 0, mismatches: 0, notComparable: 0, mismatchedIdentities: [], failures: [] };
-  const [liveOrigins, rebuiltOrigins] = await Promise.all([store.generationFields(live, "origin"), store.generationFields(rebuilt, "origin")]);
-  for (const [partition, fingerprint] of rebuiltOrigins) {
-    const other = liveOrigins.get(partition);
-    if (other !== undefined && other !== fingerprint) {
-      report.failures.push({ reason: "topic_origin_differs", detail: `partition ${partition}: the live generation folded another log (topic recreated or truncated)` });
-    }
+  for (const partition of await differingOrigins(store, live, rebuilt)) {
+    report.failures.push({ reason: "topic_origin_differs", detail: `partition ${partition}: the live generation folded another log (topic recreated or truncated)` });
   }
   const [liveIds, rebuiltIds] = await Promise.all([store.listIdentities(live), store.listIdentities(rebuilt)]);
   const inLive = new Set(liveIds);

@@ -11,6 +11,7 @@
  *     batch.
  * Foreign clients come from scripts/setup-foreign.sh (a missing one fails the file).
  */
+import { until } from "../support/wait.js";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { dlqTopic } from "../../consumers/dlq.js";
 import { FoldWorker } from "../../consumers/fold-worker.js";
@@ -60,14 +61,6 @@ async function isolated(partitions: number): Promise<Settings> {
 /** Split into `n` consecutive slices of near-equal size. */
 function slices<T>(items: readonly T[], n: number): T[][] {
   return Array.from({ length: n }, (_, i) => items.slice(Math.floor((i * items.length) / n), Math.floor(((i + 1) * items.length) / n)));
-}
-
-async function waitUntil(what: string, condition: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 async function offsets(settings: Settings): Promise<{ high: Map<number, bigint>; committed: Map<number, bigint> }> {
@@ -153,12 +146,12 @@ describe("compression codecs", () => {
       const { high, committed } = await offsets(settings);
       return committed.get(0) === badOffset && committed.get(1) === high.get(1) && committed.get(2) === high.get(2);
     };
-    await waitUntil("partitions 1 and 2 folded to their ends, 0 up to the bad batch", caughtUpExceptParked);
-    await waitUntil("the park to be logged", async () => entries.some((e) => e.msg.startsWith("partition parked")));
+    await until("partitions 1 and 2 folded to their ends, 0 up to the bad batch", caughtUpExceptParked, 90_000);
+    await until("the park to be logged", async () => entries.some((e) => e.msg.startsWith("partition parked")), 90_000);
 
     // Partitions 1 keeps folding while 0 is parked.
     await producer.send(settings.topic, onPartition(p1Later, 1));
-    await waitUntil("partition 1's new records folded", caughtUpExceptParked);
+    await until("partition 1's new records folded", caughtUpExceptParked, 90_000);
     const packets = await readAllPackets(settings);
     expect(comparePackets(packets, expectedPackets([...before, ...p1First, ...p2, ...p1Later]))).toEqual({ missing: [], extra: [], different: [] });
     expect((await offsets(settings)).committed.get(0)).toBe(badOffset);

@@ -84,7 +84,6 @@ describe("replay: leases, signals and deadlines", () => {
     const { observations, zombie, replay, liveBefore } = await promoteHeldInPause(settings, redis);
     replay.child.kill("SIGKILL");
     await replay.exited;
-    const killedAt = Date.now();
     await zombie.disconnect();
     cleanups.pop();
     // Nothing was promoted, and the pause is still set: only its lease can end it.
@@ -93,8 +92,6 @@ describe("replay: leases, signals and deadlines", () => {
     const more = workload(92, "2026-11-20T00:00:00Z");
     await produce(settings, more.map(observationMessage));
     await waitCaughtUp(settings, 60_000);
-    const resumedAfter = Date.now() - killedAt;
-    console.log(`[lease] folds resumed ${resumedAfter} ms after the replay was killed (lease ${LEASE_SECONDS}s, session timeout of the zombie 10s)`);
     expect(comparePackets(await readAllPackets(settings), expectedPackets([...observations, ...more]))).toEqual({ missing: [], extra: [], different: [] });
     const verify = await runReplay(settings, { verify: true, promote: false }, quietLog);
     expect({ verified: verify.verified, mismatches: verify.mismatches }).toEqual({ verified: true, mismatches: 0 });
@@ -105,21 +102,17 @@ describe("replay: leases, signals and deadlines", () => {
     const redis = new Redis(settings.redisUrl);
     cleanups.push(() => redis.quit(), () => dropPrefix(settings));
     const { replay, liveBefore } = await promoteHeldInPause(settings, redis);
-    const sent = Date.now();
     replay.child.kill("SIGINT");
     const code = await replay.exited;
-    const exitMs = Date.now() - sent;
-    console.log(`[lease] replay exited ${exitMs} ms after SIGINT with code ${code}`);
     expect(code).not.toBe(0);
     expect(code).not.toBeNull();
-    expect(exitMs).toBeLessThan(10_000);
     expect(replay.stderr()).toMatch(/stopped by a signal/);
     expect(await redis.hget(`${settings.prefix}:control`, "paused")).toBe("0");
     expect(await redis.hget(`${settings.prefix}:control`, "generation")).toBe(liveBefore);
     expect((await redis.keys(`${settings.prefix}:g*:index`)).sort()).toEqual([`${settings.prefix}:g${liveBefore}:index`]);
   });
 
-  it("a log the replay cannot read (an undecodable batch) ends it within seconds with the cause", async () => {
+  it("a log the replay cannot read (an undecodable batch) ends it with the cause, not at the stall deadline", async () => {
     const settings = testSettings({ partitions: 1 });
     cleanups.push(() => dropPrefix(settings));
     const observations = workload(93).slice(0, 20);
@@ -129,10 +122,7 @@ describe("replay: leases, signals and deadlines", () => {
       return { key: String(m.key), value: String(m.value), headers: { schema: "memory_utility_observation_v0" } };
     });
     await produceRawBatch(settings.brokers, settings.topic, 0, recordBatch({ codec: 3, count: 2, payload: lz4StoredFrame(encodeRecords(records), { corruptChecksum: true }) }));
-    const started = Date.now();
-    await expect(runReplay(settings, { verify: false, promote: false }, quietLog)).rejects.toThrow(/cannot be decoded/);
-    const failedAfter = Date.now() - started;
-    console.log(`[lease] replay on an undecodable batch failed after ${failedAfter} ms`);
-    expect(failedAfter).toBeLessThan(30_000);
+    // With a stall deadline far beyond the test's timeout, only the parked partition can end the wait.
+    await expect(runReplay(settings, { verify: false, promote: false, stallSeconds: 3_600 }, quietLog)).rejects.toThrow(/cannot be decoded/);
   });
 });

@@ -14,6 +14,7 @@
  *
  * Spawns bin/mufold.js: `npm run build` first.
  */
+import { until } from "../support/wait.js";
 import { settingsEnv } from "../../src/fold-process.js";
 import { spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
@@ -69,14 +70,6 @@ function capturingLog(lines: { level: string; msg: string }[]): Logger {
   const at = (level: string) => (msg: string) => void lines.push({ level, msg });
   const log: Logger = { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), child: () => log };
   return log;
-}
-
-async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 async function privateRedis(args: string[]): Promise<{ server: PrivateRedis; admin: Redis }> {
@@ -205,7 +198,7 @@ describe("Redis maxmemory-policy and persistence", () => {
     // noeviction and AOF on: setup is silent.
     await admin.config("SET", "maxmemory-policy", "noeviction");
     await admin.config("SET", "appendonly", "yes");
-    await waitUntil("AOF on", async () => (await admin.info("persistence")).includes("aof_enabled:1"));
+    await until("AOF on", async () => (await admin.info("persistence")).includes("aof_enabled:1"), 30_000);
     const quiet = await mufold(["setup", "--skip-topics"], settings);
     expect(quiet.code).toBe(0);
     expect(quiet.stderr).toBe("");
