@@ -5,7 +5,8 @@
  *     that never answers), against its --connect-timeout-ms;
  *   - a replay interrupted (SIGINT) inside its promote pause, until it exits;
  *   - a replay SIGKILLed inside its pause, until the folds commit again (the lease);
- *   - a replay meeting an undecodable batch, until it fails.
+ *   - a replay meeting an undecodable batch, until it fails;
+ *   - a fold whose Redis stays down past the outage tolerance (3 s here), until it gives up.
  * Prints a markdown table.
  *
  *   npm run build && npx tsx bench/deadlines.bench.ts [--lease-seconds 4]
@@ -16,7 +17,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:net";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
+import { FoldWorker } from "../consumers/fold-worker.js";
 import { runReplay } from "../consumers/replay.js";
+import { ensureSetup } from "../src/adapters/redis/functions.js";
+import { PrivateRedis } from "../test/support/private-redis.js";
 import { observationMessage } from "../producers/observation-message.js";
 import { produce } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
@@ -141,8 +145,24 @@ async function replays(): Promise<void> {
   }
 }
 
+/** A fold on a private Redis that goes down: from the stop until the fold gives up (tolerance 3 s). */
+async function outageTolerance(): Promise<void> {
+  const redis = await PrivateRedis.start();
+  const settings = testSettings({ partitions: 1, redisUrl: redis.url, outageToleranceSeconds: 3 });
+  await ensureSetup(settings);
+  const worker = await FoldWorker.start(settings, quietLog);
+  await redis.down();
+  const stopped = Date.now();
+  await produce(settings, [...simulate({ agents: 2, observationsPerAgent: 5, seed: 205 })].map((d) => observationMessage(d.observation)));
+  const error = (await worker.crashed) as Error;
+  rows.push([`fold with Redis down ("${error.message.slice(0, 40)}…")`, `${Date.now() - stopped} ms`, "outage tolerance 3 s"]);
+  await worker.stop();
+  await redis.remove();
+}
+
 await unreachable();
 await replays();
+await outageTolerance();
 console.log("| case | took | deadline / lease |\n|---|---|---|");
 for (const [what, took, bound] of rows) console.log(`| ${what} | ${took} | ${bound} |`);
 process.exit(0);

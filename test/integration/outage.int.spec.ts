@@ -66,9 +66,7 @@ describe("outages", () => {
     cleanups.push(() => worker.stop());
     await redis.down();
     await produce(settings, workload(113).map(observationMessage));
-    const started = Date.now();
     const error = (await Promise.race([worker.crashed, new Promise((r) => setTimeout(() => r(new Error("still running after 60s")), 60_000))])) as Error;
     expect(error.message).toMatch(/redis unreachable for more than 3s/);
-    expect(Date.now() - started).toBeLessThan(30_000);
   });
 });
