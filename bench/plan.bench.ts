@@ -5,13 +5,16 @@
  * per batch): fold the delivery into the state, recompute the packet parts,
  * diff them against the stored parts and (change feed on, the default) digest
  * the packet. Each sample plans on a fresh model (built untimed) so every
- * sample sees exactly N prior deliveries.
+ * sample sees exactly N prior deliveries; all models are built, and the heap
+ * collected, before the first timed sample.
  *
  *   npx tsx bench/plan.bench.ts [--sizes 10,1000] [--samples 200]
  *
  * Imported by pipeline.bench.ts (measurePlan) for plan_us_per_delivery_n10/_n1000.
  */
 import { parseArgs } from "node:util";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { fileURLToPath } from "node:url";
 import { contextOfObservation, reducerIdentity } from "../src/core/identity.js";
 import { observationFingerprint } from "../src/core/observation.js";
@@ -19,6 +22,13 @@ import { IdentityModel, type Delivery } from "../src/fold/identity-model.js";
 import { simulate } from "../producers/simulation.js";
 
 const REDUCER_VERSION = "memory_utility_reducer_v0";
+
+/** A full collection, when the runtime lets us ask for one (V8's gc, exposed at run time). */
+function collectGarbage(): void {
+  setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc") as (() => void) | undefined;
+  gc?.();
+}
 
 export interface PlanResult {
   /** Deliveries the identity holds before the timed plan. */
@@ -52,12 +62,15 @@ export function measurePlan(held: number, samples: number, feed = true): PlanRes
   };
   // Warm up the JIT on this shape.
   for (let i = 0; i < 5; i++) fresh().plan([next[i % next.length]!], { feed });
+  // Every model is built before timing starts, and the heap is collected, so a sample does not pay for
+  // collecting the (large, untimed) build of the samples before it.
+  const models = Array.from({ length: samples }, fresh);
+  collectGarbage();
   const times: number[] = [];
   for (let i = 0; i < samples; i++) {
-    const model = fresh();
     const d = next[i % next.length]!;
     const t0 = process.hrtime.bigint();
-    model.plan([d], { feed });
+    models[i]!.plan([d], { feed });
     times.push(Number(process.hrtime.bigint() - t0) / 1000);
   }
   times.sort((a, b) => a - b);

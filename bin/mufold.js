@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=32
 // Thin launcher: the CLI is compiled to dist/ by `npm ci` (the prepare script).
 import { main } from "../dist/src/cli/main.js";
 

@@ -41,10 +41,12 @@ export class FleetPause {
     }
   }
 
-  /** Wait until every member of the fold group has acknowledged this epoch. */
-  async awaitAcks(admin: Admin, group: string, timeoutSeconds: number, signal?: AbortSignal): Promise<void> {
+  /** Wait until every member of the fold group has acknowledged this epoch; `failure` (a replay worker died) ends the wait. */
+  async awaitAcks(admin: Admin, group: string, timeoutSeconds: number, signal?: AbortSignal, failure?: () => unknown): Promise<void> {
     const deadline = Date.now() + timeoutSeconds * 1000;
     for (;;) {
+      const failed = failure?.();
+      if (failed !== undefined) throw failed instanceof Error ? failed : new MufoldError(String(failed));
       const members = (await admin.describeGroups([group])).groups[0]?.members.length ?? 0;
       const acks = Object.values(await this.store.pauseAcks()).filter((e) => Number(e) === this.epoch).length;
       if (acks >= members) return;

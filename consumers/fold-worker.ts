@@ -90,7 +90,16 @@ export class FoldWorker {
   private producer: ReliableProducer | undefined;
   private generation: number | undefined;
   private stopping = false;
-  private inBatch = false;
+  /** Batches being folded now (several partitions at once). */
+  private batchesInFlight = 0;
+  /**
+   * When the last seal succeeded (0: something failed since). A seal proves
+   * the generation live and unpaused, so for POLL_MS after it a batch starts
+   * without reading the control hash; its own seal checks both again before
+   * the commit. (A promote's pause is then seen by the batches already
+   * started, as by a batch in flight: their seals fail, then they acknowledge.)
+   */
+  private sealedAt = 0;
   /** A generation found to have lost state: written again only after a promote replaces it. */
   private lostGeneration: number | undefined;
   private restoreWait = false;
@@ -116,7 +125,7 @@ export class FoldWorker {
     private readonly metrics: FoldMetrics | undefined,
   ) {
     this.store = new RedisStore(redis, settings.prefix);
-    this.applier = new IdentityApplier(this.store, settings.cacheSize);
+    this.applier = new IdentityApplier(this.store, settings.cacheSize, { inFlight: settings.identitiesInFlight });
     this.guard = new PartitionGuard(this.store, "live", (topic, partition) => this.endOffset(topic, partition));
     this.outages = new OutageClock(settings.outageToleranceSeconds);
   }
@@ -220,6 +229,11 @@ export class FoldWorker {
       fromBeginning: true,
       sessionTimeout: settings.sessionTimeoutMs,
       heartbeatInterval: settings.heartbeatIntervalMs,
+      maxBytes: settings.fetchMaxBytes,
+      maxBytesPerPartition: settings.partitionFetchMaxBytes,
+      partitionsConsumedConcurrently: settings.partitionsConcurrency,
+      commitInBackground: true,
+      onCommitError: (error, topic, partition) => this.log.warn("offset commit failed; the next one covers it (a redelivery is skipped by the watermarks)", { topic, partition, error: errorText(error) }),
       onBatch: (records, ctx) => this.onBatch(records, ctx),
       onPark: (p) => {
         this.log.error("partition parked: a batch cannot be decoded; the committed offset stays before it", { ...p });
@@ -263,6 +277,7 @@ export class FoldWorker {
    * most the outage tolerance (the batch stays uncommitted meanwhile).
    */
   private async awaitWritableGeneration(ctx: BatchContext): Promise<number> {
+    if (this.generation !== undefined && Date.now() - this.sealedAt < POLL_MS) return this.generation;
     let warned = false;
     for (;;) {
       let control;
@@ -311,21 +326,21 @@ export class FoldWorker {
   }
 
   private async ackIfIdle(): Promise<void> {
-    if (this.inBatch || this.stopping) return;
+    if (this.batchesInFlight > 0 || this.stopping) return;
     try {
       const control = await this.store.control();
-      if (control.paused && !this.inBatch) await this.store.ackPause(this.workerId, control.epoch);
+      if (control.paused && this.batchesInFlight === 0) await this.store.ackPause(this.workerId, control.epoch);
     } catch {
       /* Redis unavailable: the next batch reports it */
     }
   }
 
   private async onBatch(records: SourceRecord[], ctx: BatchContext): Promise<void> {
-    this.inBatch = true;
+    this.batchesInFlight++;
     try {
       await this.foldBatch(records, ctx);
     } finally {
-      this.inBatch = false;
+      this.batchesInFlight--;
     }
   }
 
@@ -345,6 +360,7 @@ export class FoldWorker {
         // Last, before the commit: the generation written is still the live one (Redis may have been emptied
         // mid-batch: then nothing is committed, and the writes went to a number that is never reused).
         await this.guard.seal(generation, ctx.topic, ctx.partition, BigInt(ctx.nextOffset), ctx.fetchedOffset === undefined ? undefined : BigInt(ctx.fetchedOffset));
+        if (generation === this.generation) this.sealedAt = Date.now();
         this.redisAnswered();
         this.counters.applied += stats.applied;
         this.counters.duplicatesSkipped += stats.duplicatesSkipped;
@@ -355,6 +371,7 @@ export class FoldWorker {
         this.metrics?.conflictingDeliveries.inc(stats.conflicting);
         break;
       } catch (err) {
+        this.sealedAt = 0; // read the control hash before the next attempt, of this batch or another
         this.applier.clear(); // whatever landed, the versions and watermarks in Redis tell on reload
         if (err instanceof StateLostError || (err instanceof GenerationMovedError && err.current === null)) {
           // Never rebuild on top of a partial loss: wait for a replay to be promoted.

@@ -12,7 +12,8 @@
  */
 import type { ReducerContext } from "../src/core/index.js";
 import type { PartsView } from "../src/core/packet-parts.js";
-import { IdentityModel, packetProposals, type ChangeNote, type Delivery } from "../src/fold/identity-model.js";
+import { expandTokens } from "../src/core/compact-json.js";
+import { IdentityModel, type ChangeNote, type Delivery } from "../src/fold/identity-model.js";
 import { StaleVersionError, type IdentityStore } from "../src/fold/identity-store.js";
 import { changeFeedSettings } from "./change-feed.js";
 
@@ -44,6 +45,13 @@ export interface FeedChange {
 export interface ApplierOptions {
   /** Store packet digests and describe changes (default: MUFOLD_CHANGE_FEED, on unless "off"). */
   feed?: boolean;
+  /**
+   * The generation is new and this applier is its only writer so far (a replay's build): an identity it has
+   * not written is empty, so it is created without a load. Another writer is still caught by the version check.
+   */
+  fresh?: boolean;
+  /** Identity writes in flight at once, across concurrent applyAll calls (default 256): bounds the memory a batch holds. */
+  inFlight?: number;
 }
 
 export interface ApplyStats {
@@ -58,8 +66,12 @@ export interface ApplyStats {
 }
 
 function feedChange(identity: string, version: number, note: ChangeNote, parts: PartsView, repeated: boolean): FeedChange {
-  const current = note.proposals.length === 0 ? new Map<string, string>() : packetProposals(parts);
-  const proposals = note.proposals.map((subjectId) => ({ subjectId, proposal: current.get(subjectId) ?? null }));
+  // The proposal as the packet holds it: canonical JSON (the parts hold the stored form, see compact-json.ts).
+  const withdrawn = parts.rejected !== null;
+  const proposals = note.proposals.map((subjectId) => {
+    const stored = withdrawn ? null : (parts.subjects.get(subjectId)?.proposal ?? null);
+    return { subjectId, proposal: stored === null ? null : expandTokens(stored) };
+  });
   return { identity, version, status: note.status, digest: note.digest, deliveries: note.deliveries, proposals, repeated };
 }
 
@@ -69,6 +81,14 @@ export class IdentityApplier {
   private cache = new Map<string, IdentityModel>();
   /** Whether changes are described and digests stored; set before the first apply. */
   feed: boolean;
+  private readonly fresh: boolean;
+  private readonly inFlight: number;
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  /** The apply in flight per identity: concurrent batches (other partitions) take turns on one identity. */
+  private readonly turns = new Map<string, Promise<void>>();
+  /** Fresh mode: identities this applier has written (only those can need a load). */
+  private readonly written = new Set<string>();
 
   constructor(
     private readonly store: IdentityStore,
@@ -76,6 +96,20 @@ export class IdentityApplier {
     options: ApplierOptions = {},
   ) {
     this.feed = options.feed ?? changeFeedSettings().enabled;
+    this.fresh = options.fresh ?? false;
+    this.inFlight = options.inFlight ?? 256;
+  }
+
+  /** Run `f` once fewer than `inFlight` identities are being applied. */
+  private async slot(f: () => Promise<void>): Promise<void> {
+    while (this.active >= this.inFlight) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.active++;
+    try {
+      await f();
+    } finally {
+      this.active--;
+      this.waiting.shift()?.();
+    }
   }
 
   get cached(): number {
@@ -87,8 +121,9 @@ export class IdentityApplier {
   }
 
   private async load(generation: number, batch: IdentityBatch): Promise<IdentityModel> {
+    if (this.fresh && !this.written.has(`${generation}:${batch.identity}`)) return new IdentityModel(batch.identity, batch.context);
     const stored = await this.store.load(generation, batch.identity);
-    return IdentityModel.fromStored(batch.identity, batch.context, stored.meta, stored.records);
+    return IdentityModel.fromStored(batch.identity, batch.context, stored.meta, stored.records, stored.history);
   }
 
   private remember(key: string, model: IdentityModel): void {
@@ -97,9 +132,29 @@ export class IdentityApplier {
     while (this.cache.size > this.cacheSize) this.cache.delete(this.cache.keys().next().value!);
   }
 
-  /** Apply one identity's deliveries; retries on stale versions. */
+  /**
+   * Apply one identity's deliveries; retries on stale versions. Applies to one
+   * identity from this worker run one after another (batches of several
+   * partitions at once may share identities): the second finds the first's
+   * model in the cache instead of racing it to a stale version.
+   */
   async applyIdentity(generation: number, batch: IdentityBatch, stats: ApplyStats): Promise<void> {
     const key = `${generation}:${batch.identity}`;
+    const before = this.turns.get(key);
+    const mine = (before ?? Promise.resolve()).then(() => this.applyOnce(key, generation, batch, stats));
+    const settled = mine.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.turns.set(key, settled);
+    try {
+      await mine;
+    } finally {
+      if (this.turns.get(key) === settled) this.turns.delete(key);
+    }
+  }
+
+  private async applyOnce(key: string, generation: number, batch: IdentityBatch, stats: ApplyStats): Promise<void> {
     let model = this.cache.get(key);
     for (let attempt = 1; ; attempt++) {
       model ??= await this.load(generation, batch);
@@ -120,6 +175,7 @@ export class IdentityApplier {
         if (plan.change !== null) stats.changes.push(feedChange(batch.identity, version, plan.change, plan.nextParts, false));
         model.committed(plan, version);
         this.remember(key, model);
+        if (this.fresh) this.written.add(key);
         stats.applied += plan.applied;
         stats.conflicting += plan.conflicting;
         stats.duplicatesSkipped += plan.skipped;
@@ -129,16 +185,28 @@ export class IdentityApplier {
         if (!(err instanceof StaleVersionError) || attempt >= MAX_CAS_ATTEMPTS) throw err;
         stats.casRetries++;
         model = undefined; // another writer moved it: reload, the watermarks drop what it applied
+        if (this.fresh) this.written.add(key); // it exists now: load it
       }
     }
   }
 
-  /** Apply every identity of a batch concurrently (Redis pipelines the calls). */
+  /** Apply every identity of a batch, up to `inFlight` at once (Redis pipelines the calls). */
   async applyAll(generation: number, batches: readonly IdentityBatch[]): Promise<ApplyStats> {
     const stats: ApplyStats = { applied: 0, duplicatesSkipped: 0, conflicting: 0, casRetries: 0, identities: batches.length, newIdentities: [], changes: [] };
     // Index first (idempotent): a crash after an apply must not leave an identity unlisted.
     await this.store.addToIndex(generation, batches.map((b) => b.identity));
-    await Promise.all(batches.map((b) => this.applyIdentity(generation, b, stats)));
+    // After a failure nothing more starts, and the call returns once the started ones settle: no write of
+    // this batch lands after its caller has moved on (to retry it).
+    let failure: { error: unknown } | undefined;
+    await Promise.all(
+      batches.map((b) =>
+        this.slot(async () => {
+          if (failure !== undefined) return;
+          await this.applyIdentity(generation, b, stats).catch((error: unknown) => void (failure ??= { error }));
+        }),
+      ),
+    );
+    if (failure !== undefined) throw failure.error;
     return stats;
   }
 }

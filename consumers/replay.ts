@@ -13,6 +13,13 @@
  *   the group's committed offsets and the live marks, and flips atomically.
  *   A crash lets the lease run out; SIGINT/SIGTERM release it at once.
  * - Every wait has a deadline; a crashed consumer ends the replay with its cause.
+ * - The rebuild is bulk (consumers/replay-build.ts): no loads for the fresh
+ *   generation, no per-batch bookkeeping in Redis or Kafka (positions are kept
+ *   in memory; the sealed marks are the progress record), records applied in
+ *   chunks bounded by `chunkBytes`. With `workers` > 1 the partitions are split
+ *   into that many shares: this process reads one, worker processes the others,
+ *   all writing the same generation (replay-workers.ts); this process still
+ *   does the sealing, verify and promote.
  */
 import { randomBytes } from "node:crypto";
 import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
@@ -23,12 +30,11 @@ import { RedisStore } from "../src/adapters/redis/store.js";
 import type { Settings } from "../src/config.js";
 import { MufoldError } from "../src/errors.js";
 import type { Logger } from "../src/log.js";
-import { routeRecords } from "./batch-router.js";
 import { PromoteBehindError } from "../src/adapters/redis/errors.js";
 import { FleetPause } from "./fleet-pause.js";
-import { IdentityApplier } from "./identity-applier.js";
-import { LogReader } from "./log-reader.js";
-import { PartitionGuard, partitionField } from "./partition-guard.js";
+import { partitionField } from "./partition-guard.js";
+import { LocalShadow, type ShadowReader } from "./replay-build.js";
+import { SplitReader, WorkerPool, splitPartitions } from "./replay-workers.js";
 import { differingOrigins, failedReport, verifyGenerations, type VerifyFailure, type VerifyReport } from "./verify.js";
 import { AbortedError, sleepUnlessAborted, waitFor } from "./waiting.js";
 
@@ -46,6 +52,10 @@ export interface ReplayOptions {
   changeReducerVersion?: boolean;
   /** Aborts the replay (SIGINT/SIGTERM): the pause is released and the shadow dropped. */
   signal?: AbortSignal;
+  /** Processes that read the partitions (split across them); 1 reads in this process. */
+  workers?: number;
+  /** Bytes of records a reader gathers into one chunk before it stops fetching (bounds its memory). */
+  chunkBytes?: number;
   onProgress?(p: { consumed: number; total: number; elapsedSeconds: number }): void;
 }
 
@@ -60,6 +70,10 @@ export interface ReplaySummary {
   identities: number;
   seconds: number;
   recordsPerSecond: number;
+  /** Processes that rebuilt (1: this one). */
+  workers: number;
+  /** Seconds until the rebuild reached its first targets (before any pause, verify or promote). */
+  rebuildSeconds: number;
   verify: VerifyReport | null;
   /** --verify only: true when every identity was compared and found byte-equal. */
   verified: boolean | null;
@@ -67,6 +81,13 @@ export interface ReplaySummary {
   mismatches: number;
   promoted: boolean;
 }
+
+/**
+ * Record bytes a reader gathers per chunk: several fetches' worth. On the bench workload the CPU per record was
+ * flat from 2 to 32 MiB (fewer applies per identity, more garbage collection of records held across fetches), so
+ * the default keeps memory modest: at most two chunks (one applying, one filling) per reader.
+ */
+export const DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024;
 
 export async function runReplay(settings: Settings, options: ReplayOptions, log: Logger): Promise<ReplaySummary> {
   const kafka = createKafka(kafkaClientSettings(settings, "-replay"));
@@ -78,7 +99,9 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
   const stallSeconds = options.stallSeconds ?? Math.max(60, settings.outageToleranceSeconds);
   const groupId = `${settings.group}.replay.${randomBytes(4).toString("hex")}`;
   const token = randomBytes(8).toString("hex");
-  let reader: LogReader | undefined;
+  let reader: ShadowReader | undefined;
+  /** The throwaway groups of this replay's readers (deleted at the end). */
+  const groups: string[] = [];
   let pause: FleetPause | undefined;
   let rebuilt: number | undefined;
   let promoted = false;
@@ -118,8 +141,6 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
       store.renewBuild(generation, token, buildLeaseMs).catch((error) => log.warn("could not renew the build lease", { generation, error: String(error) }));
     }, buildLeaseMs / 3);
     buildRenewal.unref();
-    const applier = new IdentityApplier(store, settings.cacheSize);
-    const guard = new PartitionGuard(store, token);
     const total = () => [...targets.values()].reduce((a, t) => a + Number(t), 0);
     const summary: ReplaySummary = {
       liveGeneration: live,
@@ -132,40 +153,41 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
       identities: 0,
       seconds: 0,
       recordsPerSecond: 0,
+      workers: Math.max(1, Math.min(options.workers ?? 1, targets.size)),
+      rebuildSeconds: 0,
       verify: null,
       verified: null,
       mismatches: 0,
       promoted: false,
     };
-    log.info("replay started", { rebuilt: generation, live, group: groupId, verify: options.verify, promote: options.promote });
+    log.info("replay started", { rebuilt: generation, live, group: groupId, verify: options.verify, promote: options.promote, workers: summary.workers });
 
-    reader = await LogReader.start(kafka, {
-      topic: settings.topic,
-      groupId,
-      targets,
-      log,
-      handle: async (records, ctx) => {
-        await guard.check(generation, ctx.topic, ctx.partition, records, BigInt(ctx.highWatermark));
-        const routed = routeRecords(records, { reducerVersion: settings.reducerVersion, maxValueBytes: settings.maxValueBytes });
-        const stats = await applier.applyAll(generation, routed.identities);
-        summary.records += records.length;
-        summary.deliveries += stats.applied;
-        summary.duplicatesSkipped += stats.duplicatesSkipped;
-        summary.dlq += routed.rejected.length;
-        for (const r of routed.rejected) summary.dlqByReason[r.reason] = (summary.dlqByReason[r.reason] ?? 0) + 1;
-        options.onProgress?.({ consumed: summary.records, total: total(), elapsedSeconds: (Date.now() - started) / 1000 });
-      },
-    });
+    const chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+    const onAdvance = () => options.onProgress?.({ consumed: reader?.stats().records ?? 0, total: total(), elapsedSeconds: (Date.now() - started) / 1000 });
+    if (summary.workers > 1) {
+      // This process reads the first share itself (it is otherwise idle until the rebuild is done); workers the rest.
+      const [own, ...others] = splitPartitions(targets, summary.workers);
+      for (let i = 1; i <= summary.workers; i++) groups.push(`${groupId}.${i}`);
+      const partitions = [...targets.keys()];
+      const pool = WorkerPool.start({ settings, generation, token, groupPrefix: groupId, shares: others, partitions, firstIndex: 2, count: summary.workers, chunkBytes, log, onAdvance });
+      reader = pool; // stopped on a failure from here on
+      const mine = { targets: own!, others: partitions.filter((p) => !own!.has(p)) };
+      reader = new SplitReader([pool, await LocalShadow.start(kafka, { settings, generation, token, groupId: `${groupId}.1`, ...mine, chunkBytes, log, onAdvance })]);
+    } else {
+      groups.push(groupId);
+      reader = await LocalShadow.start(kafka, { settings, generation, token, groupId, targets, chunkBytes, log, onAdvance });
+    }
     const readAll = async (what: string) => {
       const r = reader!;
       await waitFor(what, () => r.reached(), { progress: () => r.progress(), failure: () => r.failure(), stallSeconds, signal });
     };
     await readAll("replay");
+    summary.rebuildSeconds = (Date.now() - started) / 1000;
 
     if (options.verify || options.promote) {
       // Hold the live fold still (a lease: if this process dies, the folds resume by themselves).
       pause = await FleetPause.take(store, settings.pauseLeaseSeconds, log);
-      await pause.awaitAcks(admin, settings.group, options.pauseTimeoutSeconds ?? 120, signal);
+      await pause.awaitAcks(admin, settings.group, options.pauseTimeoutSeconds ?? 120, signal, () => reader?.failure());
       if (options.verify) {
         if (!comparable) {
           summary.verify = failedReport(
@@ -218,8 +240,9 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
       pause = undefined;
     }
     await reader.stop();
+    Object.assign(summary, reader.stats());
     reader = undefined;
-    await admin.deleteGroups([groupId]).catch(() => undefined);
+    await admin.deleteGroups(groups).catch(() => undefined);
 
     summary.identities = (await store.listIdentities(generation)).length;
     summary.seconds = (Date.now() - started) / 1000;
@@ -239,12 +262,12 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
     pause = undefined;
     await reader?.stop().catch(() => undefined);
     reader = undefined;
-    await admin.deleteGroups([groupId]).catch(() => undefined);
+    await admin.deleteGroups(groups).catch(() => undefined);
     if (rebuilt !== undefined && !promoted) {
       const nowLive = await store.liveGeneration().catch(() => rebuilt);
       if (nowLive !== rebuilt) await dropShadow(store, rebuilt).catch((error) => log.warn("could not drop the shadow generation", { generation: rebuilt, error: String(error) }));
     }
-    throw err instanceof AbortedError ? new AbortedError("replay stopped by a signal: the fleet pause was released and the shadow generation dropped") : err;
+    throw err instanceof AbortedError || signal?.aborted ? new AbortedError("replay stopped by a signal: the fleet pause was released and the shadow generation dropped") : err;
   } finally {
     clearInterval(buildRenewal);
     await pause?.release();

@@ -53,6 +53,10 @@ export const SETTINGS = {
   heartbeatIntervalMs: { env: "MUFOLD_HEARTBEAT_INTERVAL_MS", flag: "heartbeat-interval-ms", default: "1000", help: "consumer group heartbeat interval (at most a third of the session timeout)" },
   outageToleranceSeconds: { env: "MUFOLD_OUTAGE_TOLERANCE_SECONDS", flag: "outage-tolerance-seconds", default: "300", help: "how long the fold rides out Redis or Kafka being unreachable (holding its batch, not ready) before it exits" },
   connectTimeoutMs: { env: "MUFOLD_CONNECT_TIMEOUT_MS", flag: "connect-timeout-ms", default: "10000", help: "how long a command waits for Redis or Kafka at start before it gives up with one line naming the endpoint" },
+  fetchMaxBytes: { env: "MUFOLD_FETCH_MAX_BYTES", flag: "fetch-max-bytes", default: "4194304", help: "most record bytes (as stored: compressed) one fetch brings a worker (all its partitions); with the next two, what bounds a worker's memory (docs/operations.md, capacity)" },
+  partitionFetchMaxBytes: { env: "MUFOLD_PARTITION_FETCH_MAX_BYTES", flag: "partition-fetch-max-bytes", default: "524288", help: "most record bytes (as stored: compressed) one fetch brings of one partition: the size of one batch" },
+  partitionsConcurrency: { env: "MUFOLD_PARTITIONS_CONCURRENCY", flag: "partitions-concurrency", default: "4", help: "batches (of different partitions) a worker folds at once" },
+  identitiesInFlight: { env: "MUFOLD_IDENTITIES_IN_FLIGHT", flag: "identities-in-flight", default: "256", help: "identity writes a worker has in flight at once (across its batches)" },
   pauseLeaseSeconds: { env: "MUFOLD_PAUSE_LEASE_SECONDS", flag: "pause-lease-seconds", default: "30", help: "lease of a promote's fleet pause: if the replay stops renewing it (crash, kill), the folds resume after this" },
 } as const satisfies Record<string, SettingSpec>;
 
@@ -149,6 +153,10 @@ const schema = z.object({
   outageToleranceSeconds: z.coerce.number().int().min(0).max(86_400),
   connectTimeoutMs: z.coerce.number().int().min(100).max(600_000),
   pauseLeaseSeconds: z.coerce.number().int().min(2).max(3_600),
+  fetchMaxBytes: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024),
+  partitionFetchMaxBytes: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024),
+  partitionsConcurrency: z.coerce.number().int().min(1).max(1024),
+  identitiesInFlight: z.coerce.number().int().min(1).max(100_000),
 });
 
 type Parsed = z.infer<typeof schema>;

@@ -62,6 +62,10 @@ export function configReceipt(resolved: ResolvedSettings, env: NodeJS.ProcessEnv
   plain("outageToleranceSeconds", s.outageToleranceSeconds);
   plain("connectTimeoutMs", s.connectTimeoutMs);
   plain("pauseLeaseSeconds", s.pauseLeaseSeconds);
+  plain("fetchMaxBytes", s.fetchMaxBytes);
+  plain("partitionFetchMaxBytes", s.partitionFetchMaxBytes);
+  plain("partitionsConcurrency", s.partitionsConcurrency);
+  plain("identitiesInFlight", s.identitiesInFlight);
   plain("kafkaTls", s.kafkaTls);
   plain("kafkaTlsCa", s.kafkaTlsCa?.path ?? null);
   plain("kafkaSaslMechanism", s.kafkaSaslMechanism ?? null);

@@ -106,7 +106,7 @@ identity. ${EXITS_CONNECTING}`,
 
 export const REPLAY = streamSpec(
   "replay",
-  "[--verify] [--promote] [--keep-shadow] [--drop-after SECONDS] [--change-reducer-version] ",
+  "[--verify] [--promote] [--keep-shadow] [--drop-after SECONDS] [--change-reducer-version] [--workers N] [--chunk-bytes BYTES] ",
   `
 Rebuild every projection from offset 0 into a shadow generation. Prints a
 JSON summary on stdout, a progress bar on a terminal, JSON log lines on stderr.
@@ -117,11 +117,19 @@ JSON summary on stdout, a progress bar on a terminal, JSON log lines on stderr.
   --drop-after SECONDS  after a promote, drop the old generation this much later [5]
   --change-reducer-version
                         allow a promote whose reducer version differs from the live one
+  --workers N           split the partitions into N shares rebuilt at once into
+                        the same generation: this process reads one, N-1 worker
+                        processes the others (at most one per partition); this
+                        process then seals, verifies and promotes [1]
+  --chunk-bytes BYTES   records a reader gathers before it applies them and
+                        stops fetching: bounds each reader's memory (at least
+                        65536) [8388608]
 
 Exit 0 when nothing differs (with --verify: every identity compared and
 equal), 1 otherwise or when Kafka or Redis cannot be reached at start, 2 for a
 usage or settings error or a topic that does not exist.`,
-  { verify: bool, promote: bool, "keep-shadow": bool, "drop-after": str, "change-reducer-version": bool },
+  // internal-worker (undocumented): how --workers starts its worker processes (IPC only).
+  { verify: bool, promote: bool, "keep-shadow": bool, "drop-after": str, "change-reducer-version": bool, workers: str, "chunk-bytes": str, "internal-worker": bool },
 );
 
 export const SERVE = streamSpec(
@@ -241,7 +249,7 @@ export const MAIN_USAGE = `usage: mufold <command> [flags]    (mufold <command> 
                           fold the topic into Redis until SIGTERM/SIGINT
   mufold read (--identity mur_… | --agent A --project P --corpus C --surface S --retrieval R --policy P | --list) [--validate]
                           print one packet
-  mufold replay [--verify] [--promote] [--keep-shadow] [--drop-after SECONDS]
+  mufold replay [--verify] [--promote] [--keep-shadow] [--drop-after SECONDS] [--workers N]
                           rebuild every projection from offset 0
   mufold serve [--port 8080] [--host 127.0.0.1]
                           the read-only HTTP API, /metrics, /healthz, /readyz

@@ -2,7 +2,8 @@
 import { canonicalJson, PyJsonDecodeError } from "../core/index.js";
 import { resolveSettings, type Settings } from "../config.js";
 import { createLogger } from "../log.js";
-import { runReplay } from "../../consumers/replay.js";
+import { DEFAULT_CHUNK_BYTES, runReplay } from "../../consumers/replay.js";
+import { runReplayWorker } from "../../consumers/replay-worker.js";
 import { openSender, prepareMessages, produce } from "../../producers/produce.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { simulate, DEFAULT_SIMULATION } from "../../producers/simulation.js";
@@ -101,8 +102,12 @@ export async function runSimulation(
 export async function replayCommand(args: string[]): Promise<number> {
   const values = await commandFlags(REPLAY, args);
   if (values === undefined) return 0;
+  // A worker process of --workers: its settings and job come over the IPC channel.
+  if (values["internal-worker"] === true) return runReplayWorker(createLogger({ service: "mufold" }));
   const settings = resolveSettings(values);
   const dropAfterSeconds = numberFlag(values["drop-after"], "drop-after", 5, { min: 0 });
+  const workers = intFlag(values.workers, "workers", 1, { min: 1, max: 256 });
+  const chunkBytes = intFlag(values["chunk-bytes"], "chunk-bytes", DEFAULT_CHUNK_BYTES, { min: 65_536 });
   const log = createLogger({ service: "mufold" });
   await preflight(settings, { topic: settings.topic, redis: true });
   const bar = progressBar("replay");
@@ -121,6 +126,8 @@ export async function replayCommand(args: string[]): Promise<number> {
         keepShadow: values["keep-shadow"] === true,
         dropAfterSeconds,
         changeReducerVersion: values["change-reducer-version"] === true,
+        workers,
+        chunkBytes,
         signal: abort.signal,
         onProgress: (p) => bar.update(p.consumed, p.total, p.elapsedSeconds),
       },

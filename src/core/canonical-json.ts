@@ -10,13 +10,30 @@ export class CanonicalJsonError extends Error {
   override name = "ValueError";
 }
 
-/** Python's ensure_ascii=False string escaping matches JSON.stringify for well-formed strings. */
-export const quote: (s: string) => string = JSON.stringify;
+/** Characters JSON.stringify may escape: the quote, the backslash, controls and (lone) surrogates. */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * Python's ensure_ascii=False string escaping matches JSON.stringify for well-formed strings.
+ * Most strings of the contract need no escape: wrapping them in quotes is cheaper than stringify.
+ */
+export function quote(s: string): string {
+  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
+}
 
 export function floatJson(x: number, allowNan = false): string {
   if (Number.isFinite(x)) return pyFloatRepr(x);
   if (!allowNan) throw new CanonicalJsonError("Out of range float values are not JSON compliant");
   return x !== x ? "NaN" : x > 0 ? "Infinity" : "-Infinity";
+}
+
+/** An object's keys in Python's str order (objects the core builds are usually in order already: checked first). */
+export function sortedKeys(v: object): string[] {
+  const keys = Object.keys(v);
+  for (let i = 1; i < keys.length; i++) {
+    if (pyStrCompare(keys[i - 1]!, keys[i]!) > 0) return keys.sort(pyStrCompare);
+  }
+  return keys;
 }
 
 function write(v: PyValue, allowNan: boolean): string {
@@ -40,14 +57,7 @@ function write(v: PyValue, allowNan: boolean): string {
     }
     return out + "]";
   }
-  const keys = Object.keys(v);
-  // Objects the core builds are usually already in key order: check before sorting.
-  for (let i = 1; i < keys.length; i++) {
-    if (pyStrCompare(keys[i - 1]!, keys[i]!) > 0) {
-      keys.sort(pyStrCompare);
-      break;
-    }
-  }
+  const keys = sortedKeys(v);
   let out = "{";
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;

@@ -14,3 +14,55 @@ export const sha256Hex: (text: string) => string = oneShot
 export function canonicalDigest(value: PyValue, prefix: string): string {
   return prefix + sha256Hex(canonicalJson(value));
 }
+
+/**
+ * sha256 of ASCII text given in pieces, written straight into a scratch
+ * buffer: no concatenated string to flatten and re-encode (and collect) per
+ * hash. Callers guarantee ASCII, where latin1 bytes are the UTF-8 bytes.
+ */
+export class AsciiDigest {
+  private buf = Buffer.allocUnsafe(4096);
+  private used = 0;
+  /** Views of the first n bytes, by n (texts of a kind have few lengths): no view object per hash. */
+  private views: Buffer[] = [];
+
+  start(): this {
+    this.used = 0;
+    return this;
+  }
+
+  put(piece: string): this {
+    if (this.used + piece.length > this.buf.length) this.grow(piece.length);
+    const buf = this.buf as LatinWritable;
+    this.used += buf.latin1Write !== undefined ? buf.latin1Write(piece, this.used) : buf.write(piece, this.used, "latin1");
+    return this;
+  }
+
+  /** One ASCII character, by code. */
+  char(code: number): this {
+    if (this.used === this.buf.length) this.grow(1);
+    this.buf[this.used++] = code;
+    return this;
+  }
+
+  hex(): string {
+    const bytes = this.view(this.used);
+    return oneShotBytes ? oneShotBytes("sha256", bytes, "hex") : crypto.createHash("sha256").update(bytes).digest("hex");
+  }
+
+  private view(n: number): Buffer {
+    return (this.views[n] ??= this.buf.subarray(0, n));
+  }
+
+  private grow(extra: number): void {
+    const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.used + extra));
+    this.buf.copy(bigger, 0, 0, this.used);
+    this.buf = bigger;
+    this.views = [];
+  }
+}
+
+/** Buffer's encoding-specific writer (what `write(s, at, "latin1")` calls after parsing its arguments). */
+type LatinWritable = Buffer & { latin1Write?: (s: string, offset: number) => number };
+
+const oneShotBytes = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: "hex") => string }).hash;

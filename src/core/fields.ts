@@ -3,7 +3,7 @@
  * from the reference's lenient input normalizers (`str(v or "").strip()`).
  */
 import { fail } from "./errors.js";
-import { pyFromIsoFormat, type IsoDateTime } from "./iso-timestamp.js";
+import { commonIsoFormat, pyFromIsoFormat, type IsoDateTime } from "./iso-timestamp.js";
 import { pyReprStrList } from "./pyrepr.js";
 import { pyStrStrip } from "./pystr.js";
 import { isPyObject, pySorted, pyStrCompare, type PyObject, type PyValue } from "./pyvalue.js";
@@ -87,6 +87,9 @@ export function scopeOf(value: PyValue | undefined, label: string): Scope {
 
 /** Parse after the reference's `Z` -> `+00:00` replacement; null if invalid. */
 export function parseContractTimestamp(text: string): IsoDateTime | null {
+  // In the common shape a Z can only be the offset, which parses as +00:00 does: no replacement needed.
+  const common = commonIsoFormat(text);
+  if (common !== undefined) return common;
   return pyFromIsoFormat(text.includes("Z") ? text.replaceAll("Z", "+00:00") : text);
 }
 

@@ -13,6 +13,7 @@ export {
   observationReasonCode,
   observationIdOf,
   observationFingerprint,
+  normalizedFingerprint,
   observationToPy,
   OBSERVATION_SCHEMA_VERSION,
   type Observation,

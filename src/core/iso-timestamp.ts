@@ -266,8 +266,74 @@ function sanitize(text: string): string | null {
   return LONE_SURROGATE.test(cleaned) ? null : cleaned;
 }
 
+/**
+ * The shape nearly every timestamp has: `YYYY-MM-DD`, `T` or space,
+ * `HH:MM:SS`, optionally `.` and 1 to 6 digits, optionally `Z` or `±HH:MM`.
+ * For these the C parser's steps come down to the arithmetic below; anything
+ * else takes the full port. Reads char codes (no match object per timestamp).
+ */
+export function commonIsoFormat(text: string): IsoDateTime | null | undefined {
+  const n = text.length;
+  if (n < 19 || text.charCodeAt(4) !== 0x2d || text.charCodeAt(7) !== 0x2d || text.charCodeAt(13) !== 0x3a || text.charCodeAt(16) !== 0x3a) return undefined;
+  const sep = text.charCodeAt(10);
+  if (sep !== 0x54 && sep !== 0x20) return undefined;
+  const year = digitsAt(text, 0, 4);
+  const month = digitsAt(text, 5, 2);
+  const day = digitsAt(text, 8, 2);
+  const hour = digitsAt(text, 11, 2);
+  const minute = digitsAt(text, 14, 2);
+  const second = digitsAt(text, 17, 2);
+  if ((year | month | day | hour | minute | second) < 0) return undefined;
+  let p = 19;
+  let microsecond = 0;
+  if (text.charCodeAt(p) === 0x2e) {
+    let digits = 0;
+    while (digits < 7 && isDigit(text.charCodeAt(p + 1 + digits))) digits++;
+    if (digits === 0 || digits > 6) return undefined;
+    microsecond = digitsAt(text, p + 1, digits) * (digits < 6 ? CORRECTION[digits - 1]! : 1);
+    p += 1 + digits;
+  }
+  let offsetMicros: number | null = null;
+  const tz = text.charCodeAt(p);
+  if (tz === 0x5a && p + 1 === n) offsetMicros = 0;
+  else if ((tz === 0x2b || tz === 0x2d) && p + 6 === n && text.charCodeAt(p + 3) === 0x3a) {
+    const hh = digitsAt(text, p + 1, 2);
+    const mm = digitsAt(text, p + 4, 2);
+    if ((hh | mm) < 0) return undefined;
+    const seconds = hh * 3600 + mm * 60;
+    offsetMicros = seconds === 0 ? 0 : (tz === 0x2d ? -1 : 1) * seconds * 1_000_000;
+    if (Math.abs(offsetMicros) >= 86_400_000_000) return null; // datetime.timezone: strictly less than a day
+  } else if (p !== n) return undefined;
+  const out: IsoDateTime = { year, month, day, hour, minute, second, microsecond, offsetMicros };
+  return inRange(out) ? out : null;
+}
+
+/** The decimal value of `count` ASCII digits at `at`, or -1 if one is not a digit. */
+function digitsAt(text: string, at: number, count: number): number {
+  let v = 0;
+  for (let i = at; i < at + count; i++) {
+    const d = text.charCodeAt(i) - 0x30;
+    if (!(d >= 0 && d <= 9)) return -1;
+    v = v * 10 + d;
+  }
+  return v;
+}
+
+/** The date and time fields name a real moment (CPython's final checks). */
+function inRange(out: IsoDateTime): boolean {
+  if (out.year < 1 || out.year > 9999 || out.month < 1 || out.month > 12) return false;
+  if (out.day < 1 || out.day > daysInMonth(out.year, out.month)) return false;
+  return !(out.hour > 23 || out.minute > 59 || out.second > 59);
+}
+
 /** `datetime.fromisoformat(text)`, or null where CPython raises ValueError. */
 export function pyFromIsoFormat(text: string): IsoDateTime | null {
+  const common = commonIsoFormat(text);
+  return common !== undefined ? common : fullFromIsoFormat(text);
+}
+
+/** The full port of CPython's parser. */
+export function fullFromIsoFormat(text: string): IsoDateTime | null {
   const ascii = isAscii(text);
   const clean = ascii ? (text.length < 7 ? null : text) : sanitize(text);
   if (clean === null) return null;
@@ -285,10 +351,7 @@ export function pyFromIsoFormat(text: string): IsoDateTime | null {
     else p += 2;
     if (!parseTime(b, p, len - p, out)) return null;
   }
-  if (out.year < 1 || out.year > 9999 || out.month < 1 || out.month > 12) return null;
-  if (out.day < 1 || out.day > daysInMonth(out.year, out.month)) return null;
-  if (out.hour > 23 || out.minute > 59 || out.second > 59) return null;
-  return out;
+  return inRange(out) ? out : null;
 }
 
 /** ASCII needs no code-point or surrogate handling (the common case). */

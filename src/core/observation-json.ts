@@ -5,6 +5,7 @@
  * generic object per observation: this is the reducer's hot path.
  */
 import { floatJson, quote } from "./canonical-json.js";
+import { compactKey as k, compactString } from "./compact-json.js";
 import type { Observation } from "./observation.js";
 
 function list(xs: readonly string[]): string {
@@ -81,3 +82,29 @@ export function historyEntryJson(o: Observation, fingerprint: string, subjectId:
     `,"utility_label":${quote(o.utility_label)}}`
   );
 }
+
+/** historyEntryJson in the stored form (compact-json.ts): keys as tokens. */
+export function historyEntryStored(o: Observation, fingerprint: string, subjectId: string): string {
+  return (
+    `{${K.application_receipt_id}${quote(o.application_receipt_id)}` +
+    `,${K.attribution_level}${compactString(o.attribution_level)}` +
+    `,${K.confidence}${floatJson(o.confidence)}` +
+    `,${K.created_at}${quote(o.created_at)}` +
+    `,${K.evaluation_version}${quote(o.evaluation_version)}` +
+    `,${K.evaluator_ref}${quote(o.evaluator_ref)}` +
+    `,${K.evidence_basis}${compactString(o.evidence_basis)}` +
+    `,${K.evidence_refs}${list(o.evidence_refs)}` +
+    `,${K.memory_ref_digests}${list(o.memory_ref_digests)}` +
+    `,${K.observation_fingerprint}${quote(fingerprint)}` +
+    `,${K.observation_id}${quote(o.observation_id)}` +
+    `,${K.outcome_ref}${quote(o.outcome_ref)}` +
+    `,${K.reason_codes}${list(o.reason_codes)}` +
+    `,${K.subject_id}${quote(subjectId)}` +
+    `,${K.utility_label}${compactString(o.utility_label)}}`
+  );
+}
+
+const K = Object.fromEntries(
+  ["application_receipt_id", "attribution_level", "confidence", "created_at", "evaluation_version", "evaluator_ref", "evidence_basis", "evidence_refs",
+    "memory_ref_digests", "observation_fingerprint", "observation_id", "outcome_ref", "reason_codes", "subject_id", "utility_label"].map((key) => [key, k(key)]),
+) as Record<string, string>;

@@ -3,7 +3,7 @@
  * its normalization, the canonical id, the fingerprint and the typed reason
  * codes, as `loopx.capabilities.reward_memory.memory_utility` defines them.
  */
-import { canonicalJson } from "./canonical-json.js";
+import { canonicalJson, floatJson } from "./canonical-json.js";
 import { sha256Hex } from "./digest.js";
 import { ContractError, ObservationValidationError, fail } from "./errors.js";
 import {
@@ -182,6 +182,49 @@ export function observationFingerprint(obs: Observation): string {
   return "muof_" + sha256Hex(observationJson(obs, false));
 }
 
+// A normalized observation's id and fingerprint texts hold only refs, digests,
+// enum values and a float repr: ASCII needing no escape. They are written
+// without quote() (observationIdentityJson and observationJson, byte for
+// byte). Only for observations this module normalized.
+
+function refs(values: readonly string[]): string {
+  return values.length === 0 ? "[]" : `["${values.join('","')}"]`;
+}
+
+function scopeText(s: Scope): string {
+  return `{"agent_id":"${s.agent_id}","corpus_id":"${s.corpus_id}","project_id":"${s.project_id}","surface_id":"${s.surface_id}"}`;
+}
+
+/** observationIdOf of a normalized observation. */
+export function normalizedObservationId(o: Observation): string {
+  return (
+    "muo_" +
+    sha256Hex(
+      `{"application_receipt_id":"${o.application_receipt_id}","attribution_level":"${o.attribution_level}"` +
+        `,"evaluation_version":"${o.evaluation_version}","evaluator_ref":"${o.evaluator_ref}","evidence_basis":"${o.evidence_basis}"` +
+        `,"evidence_refs":${refs(o.evidence_refs)},"memory_ref_digests":${refs(o.memory_ref_digests)}` +
+        `,"outcome_ref":"${o.outcome_ref}","policy_snapshot_ref":"${o.policy_snapshot_ref}","retrieval_snapshot_ref":"${o.retrieval_snapshot_ref}"` +
+        `,"schema_version":"${o.schema_version}","scope":${scopeText(o.scope)}}`,
+    )
+  );
+}
+
+/** observationFingerprint of a normalized observation. */
+export function normalizedFingerprint(o: Observation): string {
+  return (
+    "muof_" +
+    sha256Hex(
+      `{"application_receipt_id":"${o.application_receipt_id}","attribution_level":"${o.attribution_level}","confidence":${floatJson(o.confidence)}` +
+        `,"evaluation_version":"${o.evaluation_version}","evaluator_ref":"${o.evaluator_ref}","evidence_basis":"${o.evidence_basis}"` +
+        `,"evidence_refs":${refs(o.evidence_refs)},"external_writes_performed":false,"grants_new_action_authority":false` +
+        `,"memory_ref_digests":${refs(o.memory_ref_digests)},"observation_id":"${o.observation_id}","outcome_ref":"${o.outcome_ref}"` +
+        `,"policy_snapshot_ref":"${o.policy_snapshot_ref}","provider_write_performed":false,"raw_content_captured":false` +
+        `,"reason_codes":${refs(o.reason_codes)},"retrieval_snapshot_ref":"${o.retrieval_snapshot_ref}","schema_version":"${o.schema_version}"` +
+        `,"scope":${scopeText(o.scope)},"utility_label":"${o.utility_label}"}`,
+    )
+  );
+}
+
 function normalizeObservation(value: PyValue | undefined): Observation {
   const raw = asObject(value, "observation");
   requireExactFields(raw, OBSERVATION_FIELDS, "observation");
@@ -198,6 +241,7 @@ function normalizeObservation(value: PyValue | undefined): Observation {
   const outcomeRef = opaqueRef(raw.outcome_ref, "observation.outcome_ref");
   const utility = utilityFields(raw);
   const createdAt = timestampField(raw.created_at, "observation.created_at");
+  // One literal (no spread): every normalized observation has the same hidden class.
   const normalized: Observation = {
     schema_version: OBSERVATION_SCHEMA_VERSION,
     observation_id: observationId,
@@ -207,14 +251,21 @@ function normalizeObservation(value: PyValue | undefined): Observation {
     retrieval_snapshot_ref: retrieval,
     policy_snapshot_ref: policy,
     outcome_ref: outcomeRef,
-    ...utility,
+    utility_label: utility.utility_label,
+    attribution_level: utility.attribution_level,
+    evidence_basis: utility.evidence_basis,
+    confidence: utility.confidence,
+    reason_codes: utility.reason_codes,
+    evidence_refs: utility.evidence_refs,
+    evaluator_ref: utility.evaluator_ref,
+    evaluation_version: utility.evaluation_version,
     created_at: createdAt,
     grants_new_action_authority: false,
     provider_write_performed: false,
     external_writes_performed: false,
     raw_content_captured: false,
   };
-  if (normalized.observation_id !== observationIdOf(normalized)) {
+  if (normalized.observation_id !== normalizedObservationId(normalized)) {
     fail("observation.observation_id does not match canonical identity");
   }
   return normalized;

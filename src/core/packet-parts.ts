@@ -7,16 +7,17 @@
  * uses it too, so every path emits the same bytes.
  */
 import { compareBytes } from "./byte-order.js";
-import { canonicalJson } from "./canonical-json.js";
+import { canonicalJson, quote } from "./canonical-json.js";
 import { analyzeIdentityState, subjectOfGroup, type IdentityAnalysis, type SubjectGroup } from "./identity-analysis.js";
 import type { ReducerContext } from "./identity.js";
 import type { IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
-import { historyEntryJson } from "./observation-json.js";
+import { historyEntryStored } from "./observation-json.js";
+import { compactJson, compactSubject, expandTokens } from "./compact-json.js";
 import { compareOrder } from "./ordering.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } from "./projection.js";
 import { pyEquals, type PyObject } from "./pyvalue.js";
-import { boundsRejection, packetSummary } from "./reducer.js";
+import { boundsRejection, countsOf, summaryOf, type SummaryCounts } from "./reducer.js";
 import { historyMember, subjectMember } from "./sort-keys.js";
 import { reduceSubject } from "./subject.js";
 
@@ -65,10 +66,11 @@ export function emptyParts(): PartsView {
 
 const historyMemo = new WeakMap<Observation, { subjectId: string; part: HistoryPart }>();
 
-function historyPart(obs: Observation, subjectId: string, fingerprint: string): HistoryPart {
+/** The history part of an accepted observation (memoized: the same object while it is unchanged). */
+export function historyPart(obs: Observation, subjectId: string, fingerprint: string): HistoryPart {
   const memo = historyMemo.get(obs);
   if (memo !== undefined && memo.subjectId === subjectId) return memo.part;
-  const part = { member: historyMember(obs.created_at, obs.observation_id), fragment: historyEntryJson(obs, fingerprint, subjectId) };
+  const part = { member: historyMember(obs.created_at, obs.observation_id), fragment: historyEntryStored(obs, fingerprint, subjectId) };
   historyMemo.set(obs, { subjectId, part });
   return part;
 }
@@ -86,22 +88,103 @@ function sameItems(a: readonly Observation[], b: readonly Observation[]): boolea
  * from its history in time order while the reducer multiplied confidences in
  * id order. Where rounding makes the two differ, the reference raises; so do we.
  */
-function recheck(group: SubjectGroup, subject: PyObject): string | null {
+function recheck(group: SubjectGroup, subject: PyObject, chronological?: readonly Observation[]): string | null {
   if (group.items.length < 3) return null; // two factors commute: no order effect
-  const chronological = [...group.items].sort(compareOrder);
-  const again = reduceSubject(group.subjectId, group.level, group.digests, chronological);
+  const again = reduceSubject(group.subjectId, group.level, group.digests, chronological ?? [...group.items].sort(compareOrder));
   for (const key of RECHECK_KEYS) if (!pyEquals(subject[key], again[key])) return key;
   return null;
 }
 
-function skeletonOf(context: ReducerContext, a: IdentityAnalysis, proposals: PyObject[]): string {
-  const levels = a.groups.map((g) => ({ attribution_level: g.level }));
-  const packet = baseProjection(context, { ...packetSummary(context, a, proposals), subjects: levels });
-  packet.observation_history_truncated = a.unique.length > MAX_PROJECTION_HISTORY;
+/**
+ * A subject group's stored part: its fragment, proposal, order member and
+ * latest history member. `chronological` (the items in time order, if the
+ * caller keeps them so) saves a sort.
+ */
+export function subjectPartOf(group: SubjectGroup, chronological?: readonly Observation[]): SubjectPart {
+  let latest = group.items[0]!;
+  if (chronological !== undefined) latest = chronological[chronological.length - 1]!;
+  else for (const o of group.items) if (compareOrder(o, latest) >= 0) latest = o;
+  const { subject, proposal } = subjectOfGroup(group);
+  return {
+    member: subjectMember(group.level, group.key, group.subjectId),
+    fragment: compactSubject(subject),
+    proposal: proposal === null ? null : compactJson(proposal),
+    conflict: proposal !== null && proposal.state === "conflict",
+    latest: historyMember(latest.created_at, latest.observation_id),
+    items: group.items,
+    recheckFailure: recheck(group, subject, chronological),
+  };
+}
+
+/** Subjects by attribution level, for the packet's counters. */
+export interface LevelCounts {
+  item: number;
+  set: number;
+  none: number;
+}
+
+/** The skeleton's fields that vary within one identity, in the order a template's holes hold them. */
+const VARYING = [
+  "status", "projection_ready", "accepted_observation_count", "duplicate_observation_count", "conflicting_observation_count",
+  "rejected_observation_count", "lineage_observation_count", "subject_count", "item_subject_count", "set_subject_count",
+  "unresolved_lineage_count", "last_observed_at", "last_observation_id", "observation_history_truncated",
+] as const;
+const HOLE = "\u0002";
+
+interface SkeletonTemplate {
+  /** Canonical text between the holes (one more than holes). */
+  pieces: string[];
+  /** For each hole, which VARYING field fills it (key order decides where each lands). */
+  fields: number[];
+}
+
+const templates = new WeakMap<ReducerContext, SkeletonTemplate>();
+
+/** The skeleton's canonical text of one context with a hole per varying field, computed once per context. */
+function templateOf(context: ReducerContext): SkeletonTemplate {
+  let t = templates.get(context);
+  if (t !== undefined) return t;
+  const packet = baseProjection(context, summaryOf(context, { accepted: 0, latest: [null, null], duplicates: 0, conflicts: 0, conflictingDeliveries: 0, conflictProposal: false }));
+  VARYING.forEach((field, i) => (packet[field] = `${HOLE}${String.fromCharCode(0x41 + i)}`));
   for (const field of LIST_FIELDS) packet[field] = `\u0001${field}`;
-  let text = canonicalJson(packet);
+  let text = compactJson(packet);
   for (const field of LIST_FIELDS) text = text.replace(`"\\u0001${field}"`, SKELETON_SEPARATOR);
-  return text;
+  const pieces: string[] = [];
+  const fields: number[] = [];
+  const hole = /"\\u0002([A-Z])"/g;
+  let last = 0;
+  for (let m = hole.exec(text); m !== null; m = hole.exec(text)) {
+    pieces.push(text.slice(last, m.index));
+    fields.push(m[1]!.charCodeAt(0) - 0x41);
+    last = m.index + m[0].length;
+  }
+  pieces.push(text.slice(last));
+  t = { pieces, fields };
+  templates.set(context, t);
+  return t;
+}
+
+const jsonOf = (v: string | number | boolean | null): string => (v === null ? "null" : typeof v === "string" ? quote(v) : String(v));
+
+/** The packet with its four lists cut out: counters from `counts` and `levels` (canonicalJson of baseProjection). */
+export function skeletonFrom(context: ReducerContext, counts: SummaryCounts, levels: LevelCounts): string {
+  const summary = summaryOf(context, counts);
+  const values: (string | number | boolean | null)[] = [
+    summary.status, summary.projection_ready, summary.accepted_observation_count, summary.duplicate_observation_count,
+    summary.conflicting_observation_count, summary.rejected_observation_count, summary.lineage_observation_count,
+    levels.item + levels.set + levels.none, levels.item, levels.set, levels.none,
+    summary.last_observed_at, summary.last_observation_id, counts.accepted > MAX_PROJECTION_HISTORY,
+  ];
+  const { pieces, fields } = templateOf(context);
+  let out = pieces[0]!;
+  for (let i = 0; i < fields.length; i++) out += jsonOf(values[fields[i]!]!) + pieces[i + 1]!;
+  return out;
+}
+
+function skeletonOf(context: ReducerContext, a: IdentityAnalysis, proposals: PyObject[]): string {
+  const levels: LevelCounts = { item: 0, set: 0, none: 0 };
+  for (const g of a.groups) levels[g.level]++;
+  return skeletonFrom(context, countsOf(a, proposals), levels);
 }
 
 /** The error payload the reference CLI prints when its own packet fails readback validation. */
@@ -128,23 +211,7 @@ export function computeParts(context: ReducerContext, state: IdentityState, prev
   let failure: string | null = null;
   for (const group of a.groups) {
     const prior = previous.subjects.get(group.subjectId);
-    let part: SubjectPart;
-    if (prior !== undefined && sameItems(prior.items, group.items)) {
-      part = prior;
-    } else {
-      let latest = group.items[0]!;
-      for (const o of group.items) if (compareOrder(o, latest) >= 0) latest = o;
-      const { subject, proposal } = subjectOfGroup(group);
-      part = {
-        member: subjectMember(group.level, group.key, group.subjectId),
-        fragment: canonicalJson(subject),
-        proposal: proposal === null ? null : canonicalJson(proposal),
-        conflict: proposal !== null && proposal.state === "conflict",
-        latest: historyMember(latest.created_at, latest.observation_id),
-        items: group.items,
-        recheckFailure: recheck(group, subject),
-      };
-    }
+    const part = prior !== undefined && sameItems(prior.items, group.items) ? prior : subjectPartOf(group);
     if (failure === null && part.recheckFailure !== null) failure = `projection subject ${group.subjectId} ${part.recheckFailure} is inconsistent`;
     if (part.proposal !== null) proposals.push({ state: part.conflict ? "conflict" : "review" });
     parts.subjects.set(group.subjectId, part);
@@ -155,7 +222,7 @@ export function computeParts(context: ReducerContext, state: IdentityState, prev
     const count = c.delivery_count as number;
     // Every delivery of a quarantined id raises its count, so an unchanged count means unchanged bytes.
     const prior = previous.conflictCounts.get(id) === count ? previous.conflicts.get(id) : undefined;
-    parts.conflicts.set(id, prior ?? canonicalJson(c));
+    parts.conflicts.set(id, prior ?? compactJson(c));
     parts.conflictCounts.set(id, count);
   }
   parts.skeleton = skeletonOf(context, a, proposals);
@@ -203,10 +270,10 @@ export function* packetChunks(parts: PartsView): Generator<string> {
   }
 }
 
-/** The TypeScript twin of the Redis read function: parts to packet bytes. */
+/** The TypeScript twin of the Redis read function: parts to packet bytes (tokens expanded). */
 export function assembleParts(parts: PartsView): string {
   if (parts.rejected !== null) return parts.rejected;
   let out = "";
   for (const chunk of packetChunks(parts)) out += chunk;
-  return out;
+  return expandTokens(out);
 }

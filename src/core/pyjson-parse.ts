@@ -67,11 +67,27 @@ export class PyRecursionError extends Error {
 /** Nesting depth at which CPython's default recursion limit (1000) stops the decoder. */
 const MAX_DEPTH = 990;
 
+/**
+ * A faster reader for the elements of one list of the top-level object (the
+ * request's observations). `read` returns the element's value, with `end()`
+ * past it, or null to let the scanner parse the element itself.
+ */
+export interface ListElementReader {
+  readonly key: string;
+  /** Elements after this many are left to the scanner (a longer list is refused whole). */
+  readonly limit: number;
+  read(text: string, start: number): PyValue | null;
+  end(): number;
+}
+
 class Scanner {
   private depth = 0;
   /** Position after the last value scanned (kept in a field: no tuple per value). */
   pos = 0;
-  constructor(private readonly s: string) {}
+  constructor(
+    private readonly s: string,
+    private readonly lists: ListElementReader | null = null,
+  ) {}
 
   skipWs(i: number): number {
     const s = this.s;
@@ -242,7 +258,9 @@ class Scanner {
       i = this.skipWs(this.pos);
       if (s.charCodeAt(i) !== 0x3a) throw new PyJsonDecodeError("Expecting ':' delimiter", s, i);
       i = this.skipWs(i + 1);
-      const value = this.valueAt(i);
+      const value = this.lists !== null && this.depth === 1 && key === this.lists.key && s.charCodeAt(i) === 0x5b
+        ? this.nested(() => this.parseArrayWith(i + 1, this.lists!))
+        : this.valueAt(i);
       // Plain assignment keeps the first position and the last value, like a dict.
       if (key === "__proto__") Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
       else obj[key] = value;
@@ -261,6 +279,34 @@ class Scanner {
     if (s.charCodeAt(i) === 0x5d) return this.at(i + 1, arr);
     for (;;) {
       arr.push(this.valueAt(i));
+      i = this.skipWs(this.pos);
+      const c = s.charCodeAt(i);
+      if (c === 0x5d) return this.at(i + 1, arr);
+      if (c !== 0x2c) throw new PyJsonDecodeError("Expecting ',' delimiter", s, i);
+      i = this.skipWs(i + 1);
+    }
+  }
+
+  /** parseArray, offering each object element to the reader first. */
+  private parseArrayWith(start: number, reader: ListElementReader): PyValue[] {
+    const s = this.s;
+    const arr: PyValue[] = [];
+    let i = this.skipWs(start);
+    if (s.charCodeAt(i) === 0x5d) return this.at(i + 1, arr);
+    let read = 0;
+    let declined = 0;
+    for (;;) {
+      // A list the reader mostly declines is not its kind of input: stop paying for its attempts.
+      const offer = s.charCodeAt(i) === 0x7b && arr.length < reader.limit && declined <= 8 + read;
+      const fast = offer ? reader.read(s, i) : null;
+      if (fast !== null) {
+        read++;
+        arr.push(fast);
+        this.pos = reader.end();
+      } else {
+        if (offer) declined++;
+        arr.push(this.valueAt(i));
+      }
       i = this.skipWs(this.pos);
       const c = s.charCodeAt(i);
       if (c === 0x5d) return this.at(i + 1, arr);
@@ -315,10 +361,19 @@ function parseHex4(s: string, at: number): number {
 
 /** `json.loads(text)`; throws PyJsonDecodeError or PyValueError like Python. */
 export function parsePyJson(text: string): PyValue {
+  return parsePyJsonWith(text, null);
+}
+
+/**
+ * `json.loads(text)`, where the elements of one top-level list may come from
+ * `lists.read` (values only its caller understands) instead of the scanner.
+ * Accepts and refuses exactly the texts parsePyJson does, with the same errors.
+ */
+export function parsePyJsonWith(text: string, lists: ListElementReader | null): PyValue {
   if (text.charCodeAt(0) === 0xfeff) {
     throw new PyJsonDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0);
   }
-  const scanner = new Scanner(text);
+  const scanner = new Scanner(text, lists);
   const start = scanner.skipWs(0);
   let value: PyValue;
   try {

@@ -8,7 +8,8 @@ import { scopesEqual } from "./fields.js";
 import { analyzeIdentityState, subjectOfGroup, type IdentityAnalysis } from "./identity-analysis.js";
 import { DEFAULT_REDUCER_VERSION, normalizeContext, reducerIdentity, type ReducerContext } from "./identity.js";
 import { emptyIdentityState, foldDelivery, type IdentityState } from "./identity-state.js";
-import { validateObservation, type Observation } from "./observation.js";
+import { normalizedFingerprint, validateObservation, type Observation } from "./observation.js";
+import { ReadObservation } from "./observation-reader.js";
 import { latestOf } from "./ordering.js";
 import {
   MAX_PROJECTION_OBSERVATIONS,
@@ -58,41 +59,81 @@ function validateBatch(observations: PyValue | undefined, context: ReducerContex
   }
   const state = emptyIdentityState();
   observations.forEach((raw, index) => {
-    if (!isPyObject(raw)) throw new ContractError(`observation[${index}] must be an object`);
-    let item: Observation;
-    try {
-      item = validateObservation(raw);
-    } catch (err) {
-      if (err instanceof ObservationValidationError) {
-        throw new ObservationValidationError(err.reasonCode, `observation[${index}] ${err.message}`);
-      }
-      throw err;
-    }
-    const mismatches = contextMismatches(item, context);
-    if (mismatches.length > 0) throw new ContextMismatch(mismatches);
-    foldDelivery(state, item);
+    // Observations the request parser already read and validated (observation-reader.ts).
+    const read = raw instanceof ReadObservation ? raw : null;
+    const item = read !== null ? read.observation : validateBatchItem(raw, index);
+    if (!sameContext(item, context)) throw new ContextMismatch(contextMismatches(item, context));
+    foldDelivery(state, item, read !== null ? read.fingerprint : normalizedFingerprint(item));
   });
   return state;
 }
 
+function validateBatchItem(raw: PyValue | undefined, index: number): Observation {
+  if (!isPyObject(raw)) throw new ContractError(`observation[${index}] must be an object`);
+  try {
+    return validateObservation(raw);
+  } catch (err) {
+    if (err instanceof ObservationValidationError) {
+      throw new ObservationValidationError(err.reasonCode, `observation[${index}] ${err.message}`);
+    }
+    throw err;
+  }
+}
+
+function sameContext(item: Observation, context: ReducerContext): boolean {
+  return (
+    scopesEqual(item.scope, context.scope) &&
+    item.retrieval_snapshot_ref === context.retrieval_snapshot_ref &&
+    item.policy_snapshot_ref === context.policy_snapshot_ref
+  );
+}
+
+/** The counters a packet's summary is made of (from an analysis, or kept incrementally by the fold). */
+export interface SummaryCounts {
+  accepted: number;
+  /** created_at and id of the latest accepted observation in order, or nulls. */
+  latest: [string | null, string | null];
+  duplicates: number;
+  conflicts: number;
+  conflictingDeliveries: number;
+  /** Some review proposal's state is conflict. */
+  conflictProposal: boolean;
+}
+
 /** Status, readiness and counters of an accepted packet. */
-export function packetSummary(context: ReducerContext, a: IdentityAnalysis, proposals: readonly PyObject[]) {
-  const accepted = a.unique.length;
-  const conflicted = a.conflicts.length > 0 || proposals.some((p) => p.state === "conflict");
-  const [latestAt, latestId] = latestOf(a.unique);
+export function summaryOf(context: ReducerContext, c: SummaryCounts) {
+  const conflicted = c.conflicts > 0 || c.conflictProposal;
+  const [latestAt, latestId] = c.latest;
   return {
     ok: true,
-    status: conflicted ? "review_required" : accepted > 0 ? "ready" : "empty",
-    projection_ready: accepted > 0 && !conflicted,
+    status: conflicted ? "review_required" : c.accepted > 0 ? "ready" : "empty",
+    projection_ready: c.accepted > 0 && !conflicted,
     reducer_identity: reducerIdentity(context),
-    accepted_observation_count: accepted,
-    duplicate_observation_count: a.duplicateCount,
-    conflicting_observation_count: a.conflicts.length,
-    rejected_observation_count: a.conflictingDeliveries,
-    lineage_observation_count: accepted,
+    accepted_observation_count: c.accepted,
+    duplicate_observation_count: c.duplicates,
+    conflicting_observation_count: c.conflicts,
+    rejected_observation_count: c.conflictingDeliveries,
+    lineage_observation_count: c.accepted,
     last_observed_at: latestAt,
     last_observation_id: latestId,
   };
+}
+
+/** The summary's counters of an analysis and its review proposals. */
+export function countsOf(a: IdentityAnalysis, proposals: readonly PyObject[]): SummaryCounts {
+  return {
+    accepted: a.unique.length,
+    latest: latestOf(a.unique),
+    duplicates: a.duplicateCount,
+    conflicts: a.conflicts.length,
+    conflictingDeliveries: a.conflictingDeliveries,
+    conflictProposal: proposals.some((p) => p.state === "conflict"),
+  };
+}
+
+/** Status, readiness and counters of an accepted packet, from an analysis. */
+export function packetSummary(context: ReducerContext, a: IdentityAnalysis, proposals: readonly PyObject[]) {
+  return summaryOf(context, countsOf(a, proposals));
 }
 
 /** The rejected packet an identity state projects to, or null when it is within bounds. */

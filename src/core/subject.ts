@@ -49,20 +49,25 @@ export function combinedConfidence(confidences: readonly number[]): number {
   return bounded(1.0 - remaining, 0.0, 1.0);
 }
 
+const LABEL_RANK: Readonly<Record<UtilityLabel, number>> = { helpful: 0, harmful: 1, neutral: 2, unknown: 3 };
+
 export function evidenceLabelSummary(observations: readonly Observation[]): PyObject[] {
+  // One pass into (basis, label) buckets, each keeping list order, instead of a scan per pair.
+  const buckets: (number[] | undefined)[] = [];
+  for (const o of observations) {
+    const at = EVIDENCE_RANK[o.evidence_basis] * UTILITY_LABEL_ORDER.length + LABEL_RANK[o.utility_label];
+    (buckets[at] ??= []).push(o.confidence);
+  }
   const result: PyObject[] = [];
-  for (const basis of EVIDENCE_ORDER) {
-    for (const label of UTILITY_LABEL_ORDER) {
-      const matching: number[] = [];
-      for (const o of observations) if (o.evidence_basis === basis && o.utility_label === label) matching.push(o.confidence);
-      if (matching.length === 0) continue;
-      result.push({
-        evidence_basis: basis,
-        utility_label: label,
-        observation_count: matching.length,
-        combined_confidence: new PyFloat(combinedConfidence(matching)),
-      });
-    }
+  for (let at = 0; at < EVIDENCE_ORDER.length * UTILITY_LABEL_ORDER.length; at++) {
+    const matching = buckets[at];
+    if (matching === undefined) continue;
+    result.push({
+      evidence_basis: EVIDENCE_ORDER[Math.floor(at / UTILITY_LABEL_ORDER.length)]!,
+      utility_label: UTILITY_LABEL_ORDER[at % UTILITY_LABEL_ORDER.length]!,
+      observation_count: matching.length,
+      combined_confidence: new PyFloat(combinedConfidence(matching)),
+    });
   }
   return result;
 }

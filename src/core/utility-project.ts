@@ -6,7 +6,8 @@
 import { canonicalJson } from "./canonical-json.js";
 import { ContractError } from "./errors.js";
 import { DEFAULT_REDUCER_VERSION } from "./identity.js";
-import { PyJsonDecodeError, PyRecursionError, PyValueError, parsePyJson } from "./pyjson-parse.js";
+import { observationListReader } from "./observation-reader.js";
+import { PyJsonDecodeError, PyRecursionError, PyValueError, parsePyJsonWith } from "./pyjson-parse.js";
 import { pyStrip } from "./pystr.js";
 import { isPyObject, pySorted, type PyObject, type PyValue } from "./pyvalue.js";
 import { assembleParts, computeParts, invalidRequestJson } from "./packet-parts.js";
@@ -73,7 +74,8 @@ export function reduceObservationsJson(input: ReduceInput): { json: string; ok: 
 export function utilityProject(inputText: string): CommandResult {
   let result: { json: string; ok: boolean };
   try {
-    const source = parsePyJson(inputText);
+    // Plain observations are read, validated and fingerprinted while parsing.
+    const source = parsePyJsonWith(inputText, observationListReader);
     if (!isPyObject(source)) throw new RequestError("input JSON must contain one object");
     const req = requestOf(source);
     result = reduceObservationsJson({

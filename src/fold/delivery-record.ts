@@ -1,13 +1,23 @@
 /**
- * How one observation id's deliveries are stored (`d` part): every distinct
- * fingerprint with its count and earliest delivery. This is the identity state
- * the packet is a function of; a worker rebuilds its cache from it.
+ * How one observation id's deliveries are stored. The identity state is, per
+ * id, every distinct fingerprint with its count and earliest delivery; most
+ * ids have one fingerprint delivered once, and their history entry (`h`)
+ * already holds the observation and its fingerprint. So the `d` part holds
+ * only what `h` does not:
+ *   - nothing, for an accepted id delivered once;
+ *   - its count ("3"), for an accepted id delivered more than once;
+ *   - the full record `[[fingerprint, count, observation], …]`, for an id with
+ *     conflicting payloads (it is not in the history).
+ * A worker rebuilds its cache from `d` and `h` together. (A full record for an
+ * accepted id, as mufold 0.1 wrote, still reads back.)
  */
+import { expandTokens } from "../core/compact-json.js";
+import type { ReducerContext } from "../core/identity.js";
 import type { FingerprintState } from "../core/identity-state.js";
-import { validateObservation } from "../core/observation.js";
+import { OBSERVATION_SCHEMA_VERSION, validateObservation } from "../core/observation.js";
 import { observationJson } from "../core/observation-json.js";
 import { parsePyJson } from "../core/pyjson-parse.js";
-import type { PyValue } from "../core/pyvalue.js";
+import { isPyObject, type PyValue } from "../core/pyvalue.js";
 
 /** `[[fingerprint, count, observation], …]` as canonical JSON (written directly: this runs per delivery). */
 export function encodeDeliveryRecord(versions: Map<string, FingerprintState>): string {
@@ -21,4 +31,43 @@ export function decodeDeliveryRecord(text: string): Map<string, FingerprintState
   const versions = new Map<string, FingerprintState>();
   for (const [fp, count, obs] of rows) versions.set(fp, { count, representative: validateObservation(obs) });
   return versions;
+}
+
+/** What `d` holds for an id (see the header); null: nothing. */
+export function storedRecord(versions: Map<string, FingerprintState>): string | null {
+  if (versions.size > 1) return encodeDeliveryRecord(versions);
+  const only = versions.values().next().value!;
+  return only.count > 1 ? String(only.count) : null;
+}
+
+/** The observation and fingerprint a stored history entry holds, completed with the identity's context. */
+function fromHistory(fragment: string, context: ReducerContext): { fingerprint: string; observation: ReturnType<typeof validateObservation> } {
+  const entry = parsePyJson(expandTokens(fragment));
+  if (!isPyObject(entry) || typeof entry.observation_fingerprint !== "string") throw new Error("a stored history entry is not an object with a fingerprint");
+  const { observation_fingerprint: fingerprint, subject_id: _subject, ...fields } = entry;
+  const observation = validateObservation({
+    ...fields,
+    schema_version: OBSERVATION_SCHEMA_VERSION,
+    scope: { ...context.scope },
+    retrieval_snapshot_ref: context.retrieval_snapshot_ref,
+    policy_snapshot_ref: context.policy_snapshot_ref,
+    grants_new_action_authority: false,
+    provider_write_performed: false,
+    external_writes_performed: false,
+    raw_content_captured: false,
+  });
+  return { fingerprint, observation };
+}
+
+/** Every id's versions from the stored `d` and `h` of one identity. */
+export function decodeStoredState(records: ReadonlyMap<string, string>, history: ReadonlyMap<string, string>, context: ReducerContext): Map<string, Map<string, FingerprintState>> {
+  const byId = new Map<string, Map<string, FingerprintState>>();
+  for (const [id, text] of records) if (text.startsWith("[")) byId.set(id, decodeDeliveryRecord(text));
+  for (const [id, fragment] of history) {
+    if (byId.has(id)) continue;
+    const { fingerprint, observation } = fromHistory(fragment, context);
+    const count = records.get(id);
+    byId.set(id, new Map([[fingerprint, { representative: observation, count: count === undefined ? 1 : Number(count) }]]));
+  }
+  return byId;
 }

@@ -1,6 +1,8 @@
 /** The writes that turn one stored PartsView into the next: only what changed. */
 import type { IdentityPart } from "./keys.js";
+import type { PartsChanges } from "../core/identity-parts.js";
 import type { PartsView } from "../core/packet-parts.js";
+import { MAX_PROJECTION_HISTORY } from "../core/projection-limits.js";
 
 export type OpCode = "HSET" | "HDEL" | "ZADD" | "ZREM" | "DEL";
 
@@ -19,11 +21,20 @@ const zrem = (part: IdentityPart, member: string): PartOp => ({ op: "ZREM", part
 /** Parts an identity drops entirely once it is past the delivery bound. */
 const SEALED_PARTS: IdentityPart[] = ["d", "s", "si", "h", "hi", "hl", "c", "ci", "p"];
 
-export function diffParts(prev: PartsView, next: PartsView, sealed: boolean): PartOp[] {
+/** The packet's scalar parts before a change. */
+export interface Scalars {
+  rejected: string | null;
+  deliveries: number;
+  skeleton: string;
+  accepted: number;
+}
+
+/** The writes of one flush: the changed scalars, and each changed subject, history entry and conflict. */
+export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChanges, sealing: boolean): PartOp[] {
   const ops: PartOp[] = [];
   if (next.rejected !== prev.rejected) ops.push(next.rejected === null ? hdel("m", "rej") : hset("m", "rej", next.rejected));
   if (next.deliveries !== prev.deliveries) ops.push(hset("m", "n", String(next.deliveries)));
-  if (sealed) {
+  if (sealing) {
     // Past 1024 deliveries the packet is a constant rejected packet: drop the rest.
     if (prev.skeleton !== "") ops.push(hdel("m", "skel"), hdel("m", "acc"));
     for (const part of SEALED_PARTS) ops.push({ op: "DEL", part, field: "", value: "" });
@@ -31,43 +42,40 @@ export function diffParts(prev: PartsView, next: PartsView, sealed: boolean): Pa
   }
   if (next.skeleton !== prev.skeleton) ops.push(hset("m", "skel", next.skeleton));
   if (next.accepted !== prev.accepted) ops.push(hset("m", "acc", String(next.accepted)));
-
-  for (const [id, part] of prev.subjects) {
-    if (next.subjects.has(id)) continue;
-    ops.push(hdel("s", id), zrem("si", part.member), hdel("hl", id));
-    if (part.proposal !== null) ops.push(hdel("p", id));
-  }
-  for (const [id, part] of next.subjects) {
-    const old = prev.subjects.get(id);
-    if (old === part) continue;
+  // Each subject's latest history member is read only past the history bound: kept exactly there, absent below.
+  const latestNeeded = next.accepted > MAX_PROJECTION_HISTORY;
+  const latestKept = latestNeeded && prev.accepted > MAX_PROJECTION_HISTORY;
+  if (latestNeeded && !latestKept) for (const [id, part] of next.subjects) ops.push(hset("hl", id, part.latest));
+  if (!latestNeeded && prev.accepted > MAX_PROJECTION_HISTORY) ops.push({ op: "DEL", part: "hl", field: "", value: "" });
+  for (const [id, { before: old, after: part }] of changes.subjects) {
+    if (part === undefined) {
+      if (old === undefined) continue;
+      ops.push(hdel("s", id), zrem("si", old.member));
+      if (latestKept) ops.push(hdel("hl", id));
+      if (old.proposal !== null) ops.push(hdel("p", id));
+      continue;
+    }
     if (old === undefined || old.member !== part.member) {
       if (old !== undefined) ops.push(zrem("si", old.member));
       ops.push(zadd("si", part.member));
     }
     if (old === undefined || old.fragment !== part.fragment) ops.push(hset("s", id, part.fragment));
-    if (old === undefined || old.latest !== part.latest) ops.push(hset("hl", id, part.latest));
+    if (latestKept && (old === undefined || old.latest !== part.latest)) ops.push(hset("hl", id, part.latest));
     if ((old?.proposal ?? null) !== part.proposal) ops.push(part.proposal === null ? hdel("p", id) : hset("p", id, part.proposal));
   }
-
-  for (const [id, part] of prev.history) {
-    if (!next.history.has(id)) ops.push(hdel("h", id), zrem("hi", part.member));
-  }
-  for (const [id, part] of next.history) {
-    const old = prev.history.get(id);
-    if (old === part) continue;
+  for (const [id, { before: old, after: part }] of changes.history) {
+    if (part === undefined) {
+      if (old !== undefined) ops.push(hdel("h", id), zrem("hi", old.member));
+      continue;
+    }
     if (old === undefined || old.member !== part.member) {
       if (old !== undefined) ops.push(zrem("hi", old.member));
       ops.push(zadd("hi", part.member));
     }
     if (old === undefined || old.fragment !== part.fragment) ops.push(hset("h", id, part.fragment));
   }
-
-  for (const id of prev.conflicts.keys()) {
-    if (!next.conflicts.has(id)) ops.push(hdel("c", id), zrem("ci", id));
-  }
-  for (const [id, fragment] of next.conflicts) {
-    const old = prev.conflicts.get(id);
-    if (old === fragment) continue;
+  for (const [id, { before: old, after: fragment }] of changes.conflicts) {
+    if (fragment === undefined || old === fragment) continue; // a conflict never goes away
     if (old === undefined) ops.push(zadd("ci", id));
     ops.push(hset("c", id, fragment));
   }

@@ -7,21 +7,23 @@
  * With the change feed on, a plan also describes its change (packet digest,
  * status, deliveries applied, review proposals added, changed or withdrawn)
  * and writes that note into the meta hash in the same atomic apply: `dig` is
- * the sha256 hex of the packet bytes, `chg` the rest of the note. A model
+ * the identity's content digest (IdentityParts.digest: it changes whenever
+ * the packet changes and is equal for equal content in any generation; it is
+ * not the HTTP ETag, which a reader computes from the bytes), `chg` the rest. A model
  * freshly loaded from Redis that finds its deliveries already applied (a
  * redelivery: the writer may have died between the apply and announcing it)
  * hands the stored note back as `reannounce`.
  */
-import { createHash } from "node:crypto";
 import { canonicalJson } from "../core/canonical-json.js";
-import { sha256Hex } from "../core/digest.js";
-import { emptyIdentityState, foldDelivery, type IdentityState } from "../core/identity-state.js";
+import { compactKey } from "../core/compact-json.js";
 import type { ReducerContext } from "../core/identity.js";
+import type { IdentityState } from "../core/identity-state.js";
+import { IdentityParts } from "../core/identity-parts.js";
 import type { Observation } from "../core/observation.js";
 import { MAX_PROJECTION_OBSERVATIONS } from "../core/projection-limits.js";
-import { decodeDeliveryRecord, encodeDeliveryRecord } from "./delivery-record.js";
-import { diffParts, type PartOp } from "./delta.js";
-import { assembleParts, computeParts, emptyParts, packetChunks, type PartsView } from "../core/packet-parts.js";
+import { decodeStoredState, storedRecord } from "./delivery-record.js";
+import { opsForChanges, type PartOp, type Scalars } from "./delta.js";
+import type { PartsView } from "../core/packet-parts.js";
 import { watermarkField } from "./keys.js";
 
 export interface Delivery {
@@ -36,7 +38,7 @@ export interface Delivery {
 export interface ChangeNote {
   /** The packet's `status` (ready, review_required, empty, rejected, invalid_request). */
   status: string;
-  /** sha256 hex of the packet bytes (what the readback returns; the HTTP ETag without quotes). */
+  /** The content digest after the change (see IdentityParts.digest). */
   digest: string;
   /** Deliveries applied in this change. */
   deliveries: number;
@@ -67,44 +69,29 @@ export interface Plan {
 export const DIGEST_FIELD = "dig";
 export const CHANGE_FIELD = "chg";
 
-const STATUS = /[{,]"status":"([^"\\]*)"/;
-
-/** The review proposals a packet carries, by subject id (none when the packet is rejected). */
-export function packetProposals(parts: PartsView): Map<string, string> {
-  const out = new Map<string, string>();
-  if (parts.rejected !== null) return out;
-  for (const [id, subject] of parts.subjects) if (subject.proposal !== null) out.set(id, subject.proposal);
-  return out;
-}
+/** `"status":"…"` in a canonical (rejected) packet or a skeleton in the stored form (compact-json.ts). */
+const STATUS = new RegExp(`[{,](?:"status":|${compactKey("status").replace(/[\\^$.*+?()[\]{}|]/g, "\\$&")})"([^"\\\\]*)"`);
 
 /** The packet's `status`, read from the skeleton (or the rejected packet) without assembling. */
 export function packetStatus(parts: PartsView): string {
   return STATUS.exec(parts.rejected ?? parts.skeleton)?.[1] ?? "";
 }
 
-/**
- * sha256 hex of the packet bytes, `sha256Hex(assembleParts(parts))`, without
- * building the packet: the fragments go into the hash in assembleParts' order
- * (a 1,000-delivery packet is ~370 KB; joining it costs three times the
- * hashing). test/integration/change-feed.int.spec.ts holds the two equal.
- */
-export function packetDigest(parts: PartsView): string {
-  const hash = createHash("sha256");
-  for (const chunk of packetChunks(parts)) hash.update(chunk);
-  return hash.digest("hex");
-}
+type SubjectChanges = ReadonlyMap<string, { before?: { proposal: string | null } | undefined; after?: { proposal: string | null } | undefined }>;
 
-/** The reference digest: assemble the packet, then hash it (what a reader computes from the bytes). */
-export function assembledDigest(parts: PartsView): string {
-  return sha256Hex(assembleParts(parts));
-}
-
-function changedProposals(prev: PartsView, next: PartsView): string[] {
-  const before = packetProposals(prev);
-  const after = packetProposals(next);
+/** Subjects whose proposal is new, changed or withdrawn by one flush; a rejected packet carries none. */
+function changedProposals(wasRejected: boolean, parts: PartsView, changed: SubjectChanges): string[] {
   const out: string[] = [];
-  for (const [id, proposal] of after) if (before.get(id) !== proposal) out.push(id);
-  for (const id of before.keys()) if (!after.has(id)) out.push(id);
+  if (wasRejected && parts.rejected !== null) return out;
+  if (wasRejected) {
+    for (const [id, s] of parts.subjects) if (s.proposal !== null) out.push(id); // all appear again
+  } else if (parts.rejected !== null) {
+    // All withdrawn: the unchanged subjects' proposals and the changed ones' former proposals.
+    for (const [id, s] of parts.subjects) if (!changed.has(id) && s.proposal !== null) out.push(id);
+    for (const [id, c] of changed) if ((c.before?.proposal ?? null) !== null) out.push(id);
+  } else {
+    for (const [id, c] of changed) if ((c.before?.proposal ?? null) !== (c.after?.proposal ?? null)) out.push(id);
+  }
   return out.sort();
 }
 
@@ -112,11 +99,11 @@ function encodeNote(note: ChangeNote): string {
   return canonicalJson({ n: note.deliveries, p: note.proposals });
 }
 
-function decodeNote(text: string, parts: PartsView): ChangeNote | null {
+function decodeNote(text: string, parts: PartsView, digest: string): ChangeNote | null {
   try {
     const raw = JSON.parse(text) as { n?: unknown; p?: unknown };
     if (typeof raw.n !== "number" || !Array.isArray(raw.p)) return null;
-    return { status: packetStatus(parts), digest: packetDigest(parts), deliveries: raw.n, proposals: raw.p.map(String) };
+    return { status: packetStatus(parts), digest, deliveries: raw.n, proposals: raw.p.map(String) };
   } catch {
     return null;
   }
@@ -125,22 +112,35 @@ function decodeNote(text: string, parts: PartsView): ChangeNote | null {
 export class IdentityModel {
   version = 0;
   watermarks = new Map<string, bigint>();
-  state: IdentityState = emptyIdentityState();
-  parts: PartsView = emptyParts();
-  sealed = false;
   /** The meta `dig` and `chg` as stored at `version` (null when absent). */
   storedDigest: string | null = null;
   storedChange: string | null = null;
   /** Loaded from Redis with a change note: the stored version may not have been announced. */
   private unannounced = false;
+  private readonly inc: IdentityParts;
 
   constructor(
     readonly identity: string,
     readonly context: ReducerContext,
-  ) {}
+  ) {
+    this.inc = new IdentityParts(context);
+  }
 
-  /** Rebuild from stored meta and delivery records (the cache-miss path). */
-  static fromStored(identity: string, context: ReducerContext, meta: Record<string, string>, records: ReadonlyMap<string, string>): IdentityModel {
+  get state(): IdentityState {
+    return this.inc.state;
+  }
+
+  /** The stored parts (kept up to date in place by plan). */
+  get parts(): PartsView {
+    return this.inc.parts;
+  }
+
+  get sealed(): boolean {
+    return this.inc.sealed;
+  }
+
+  /** Rebuild from stored meta, delivery records and history entries (the cache-miss path; see delivery-record.ts). */
+  static fromStored(identity: string, context: ReducerContext, meta: Record<string, string>, records: ReadonlyMap<string, string>, history: ReadonlyMap<string, string> = new Map()): IdentityModel {
     const model = new IdentityModel(identity, context);
     model.version = Number(meta.v ?? "0");
     for (const [field, value] of Object.entries(meta)) if (field.startsWith("w:")) model.watermarks.set(field, BigInt(value));
@@ -149,14 +149,11 @@ export class IdentityModel {
     model.unannounced = model.version > 0 && model.storedChange !== null;
     const deliveries = Number(meta.n ?? "0");
     if (deliveries > MAX_PROJECTION_OBSERVATIONS) {
-      model.sealed = true;
-      model.state.deliveries = deliveries;
-      model.parts = computeParts(context, model.state);
+      model.inc.loadSealed(deliveries);
       return model;
     }
-    for (const [id, text] of records) model.state.byId.set(id, decodeDeliveryRecord(text));
-    model.state.deliveries = deliveries;
-    model.parts = computeParts(context, model.state);
+    model.inc.load(decodeStoredState(records, history, context), deliveries);
+    model.inc.flush();
     return model;
   }
 
@@ -164,11 +161,19 @@ export class IdentityModel {
     return this.watermarks.get(watermarkField(topic, partition)) ?? -1n;
   }
 
+  /** The content digest of the current parts (IdentityParts.digest). */
+  digest(): string {
+    return this.inc.digest();
+  }
+
   /** Fold deliveries above the watermarks into this model and return the writes. Mutates the model. */
   plan(deliveries: readonly Delivery[], options: PlanOptions = {}): Plan {
     const feed = options.feed ?? false;
+    const parts = this.inc.parts;
     const watermarks = new Map<string, bigint>();
     const touched = new Set<string>();
+    const wasSealed = this.inc.sealed;
+    const before: Scalars = { rejected: parts.rejected, deliveries: parts.deliveries, skeleton: parts.skeleton, accepted: parts.accepted };
     let applied = 0;
     let skipped = 0;
     let conflicting = 0;
@@ -181,44 +186,42 @@ export class IdentityModel {
       }
       watermarks.set(field, d.offset);
       applied++;
-      if (this.sealed) this.state.deliveries++;
-      else {
-        if (foldDelivery(this.state, d.observation, d.fingerprint) === "conflict") conflicting++;
-        touched.add(d.observation.observation_id);
+      const kind = this.inc.fold(d.observation, d.fingerprint);
+      if (kind === "conflict") conflicting++;
+      if (kind !== "sealed") touched.add(d.observation.observation_id);
+    }
+    // Only the first plan of a freshly loaded model can find an unannounced stored change.
+    const reannounce = feed && this.unannounced && skipped > 0 && this.storedChange !== null ? decodeNote(this.storedChange, parts, this.storedDigest ?? "") : null;
+    this.unannounced = false;
+    if (applied === 0) return { ops: [], watermarks, applied, skipped, conflicting, nextParts: parts, change: null, reannounce };
+    const changes = this.inc.flush();
+    const sealing = !wasSealed && this.inc.sealed;
+    const ops = opsForChanges(before, parts, changes, sealing);
+    if (!this.inc.sealed) {
+      for (const id of touched) {
+        const record = storedRecord(this.inc.state.byId.get(id)!);
+        if (record !== null) ops.push({ op: "HSET", part: "d", field: id, value: record });
       }
     }
-    const sealing = !this.sealed && this.state.deliveries > MAX_PROJECTION_OBSERVATIONS;
-    if (sealing) {
-      this.sealed = true;
-      this.state.byId.clear(); // the rejected packet needs nothing else
-    }
-    const nextParts = computeParts(this.context, this.state, this.parts);
-    const ops = applied === 0 ? [] : diffParts(this.parts, nextParts, sealing);
-    if (!this.sealed) {
-      for (const id of touched) ops.push({ op: "HSET", part: "d", field: id, value: encodeDeliveryRecord(this.state.byId.get(id)!) });
-    }
-    if (this.version === 0 && applied > 0) ops.push({ op: "HSET", part: "m", field: "ctx", value: canonicalJson({ ...this.context, scope: { ...this.context.scope } }) });
+    if (this.version === 0) ops.push({ op: "HSET", part: "m", field: "ctx", value: canonicalJson({ ...this.context, scope: { ...this.context.scope } }) });
     let change: ChangeNote | null = null;
-    if (applied > 0 && feed) {
-      change = { status: packetStatus(nextParts), digest: packetDigest(nextParts), deliveries: applied, proposals: changedProposals(this.parts, nextParts) };
+    if (feed) {
+      const proposals = changedProposals(before.rejected !== null, parts, changes.subjects);
+      change = { status: packetStatus(parts), digest: this.inc.digest(), deliveries: applied, proposals };
       const note = encodeNote(change);
       if (change.digest !== this.storedDigest) ops.push({ op: "HSET", part: "m", field: DIGEST_FIELD, value: change.digest });
       if (note !== this.storedChange) ops.push({ op: "HSET", part: "m", field: CHANGE_FIELD, value: note });
-    } else if (applied > 0) {
+    } else {
       // Feed off: a digest left by an earlier run would go stale, so it goes.
       if (this.storedDigest !== null) ops.push({ op: "HDEL", part: "m", field: DIGEST_FIELD, value: "" });
       if (this.storedChange !== null) ops.push({ op: "HDEL", part: "m", field: CHANGE_FIELD, value: "" });
     }
-    // Only the first plan of a freshly loaded model can find an unannounced stored change.
-    const reannounce = feed && this.unannounced && skipped > 0 && this.storedChange !== null ? decodeNote(this.storedChange, this.parts) : null;
-    this.unannounced = false;
     for (const [field, offset] of watermarks) this.watermarks.set(field, offset);
-    return { ops, watermarks, applied, skipped, conflicting, nextParts, change, reannounce };
+    return { ops, watermarks, applied, skipped, conflicting, nextParts: parts, change, reannounce };
   }
 
-  /** Record a successful apply. */
+  /** Record a successful apply (the parts were updated by plan). */
   committed(plan: Plan, version: number): void {
-    this.parts = plan.nextParts;
     this.version = version;
     if (plan.applied > 0) {
       this.storedDigest = plan.change?.digest ?? null;

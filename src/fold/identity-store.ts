@@ -14,10 +14,16 @@
 import { MufoldError } from "../errors.js";
 import type { PartOp } from "./delta.js";
 
-/** What `load` returns: the meta hash and the delivery records (observation id → record). */
+/**
+ * What `load` returns: the meta hash, the delivery records (`d`: observation
+ * id → record, only for ids delivered more than once or with conflicting
+ * payloads) and the history fragments (`h`: every accepted id's entry, which
+ * holds its observation).
+ */
 export interface StoredIdentity {
   meta: Record<string, string>;
   records: Map<string, string>;
+  history: Map<string, string>;
 }
 
 /** The identity moved on since it was loaded: reload, drop what is applied, recompute, retry. */
@@ -38,7 +44,7 @@ export class StateLostError extends MufoldError {
 }
 
 export interface IdentityStore {
-  /** The meta hash and delivery records of one identity; both empty for an identity never written. */
+  /** The meta hash, delivery records and history fragments of one identity; all empty for an identity never written. */
   load(generation: number, identity: string): Promise<StoredIdentity>;
 
   /**

@@ -10,13 +10,14 @@ import {
   PyRecursionError,
   PyValueError,
   contextOfObservation,
-  observationFingerprint,
+  normalizedFingerprint,
   parsePyJson,
   reducerIdentity,
   validateObservation,
   type Observation,
   type ReducerContext,
 } from "../core/index.js";
+import { readObservationDocument } from "../core/observation-reader.js";
 import { scopeKey } from "./scope-key.js";
 
 export const OBSERVATION_SCHEMA_HEADER = "memory_utility_observation_v0";
@@ -89,6 +90,18 @@ export function decideRecord(record: RecordInput, options: DecisionOptions): Acc
   } catch {
     return reject("value_not_utf8", "value is not valid UTF-8");
   }
+  // A plain observation is parsed, validated and fingerprinted in one pass; anything else takes the exact slow path.
+  const read = readObservationDocument(text);
+  const schema = headerText(record.headers?.schema);
+  if (read === null) return decideSlowly(record, text, schema, options);
+  if (schema !== undefined && schema !== OBSERVATION_SCHEMA_HEADER) return schemaMismatch(schema);
+  return decideKey(record, read.observation, read.fingerprint, options);
+}
+
+const schemaMismatch = (schema: string): Rejected => reject("schema_header_mismatch", `schema header is ${JSON.stringify(schema)}`);
+
+/** Parse, check the header, validate: each step's failure is the record's reason. */
+function decideSlowly(record: RecordInput, text: string, schema: string | undefined, options: DecisionOptions): Accepted | Rejected {
   let parsed;
   try {
     parsed = parsePyJson(text);
@@ -97,10 +110,7 @@ export function decideRecord(record: RecordInput, options: DecisionOptions): Acc
     if (err instanceof PyRecursionError || err instanceof RangeError) return reject("value_not_json", "value nests too deeply");
     throw err;
   }
-  const schema = headerText(record.headers?.schema);
-  if (schema !== undefined && schema !== OBSERVATION_SCHEMA_HEADER) {
-    return reject("schema_header_mismatch", `schema header is ${JSON.stringify(schema)}`);
-  }
+  if (schema !== undefined && schema !== OBSERVATION_SCHEMA_HEADER) return schemaMismatch(schema);
   let observation: Observation;
   try {
     observation = validateObservation(parsed);
@@ -109,6 +119,11 @@ export function decideRecord(record: RecordInput, options: DecisionOptions): Acc
     if (err instanceof ContractError || err instanceof RangeError) return reject("observation_malformed", (err as Error).message);
     throw err;
   }
+  return decideKey(record, observation, normalizedFingerprint(observation), options);
+}
+
+/** The key must be the observation's scope key. */
+function decideKey(record: RecordInput, observation: Observation, fingerprint: string, options: DecisionOptions): Accepted | Rejected {
   if (record.key === null || record.key.length === 0) return reject("key_missing", "record has no key");
   let key: string;
   try {
@@ -119,5 +134,27 @@ export function decideRecord(record: RecordInput, options: DecisionOptions): Acc
   const expected = scopeKey(observation.scope);
   if (key !== expected) return reject("key_scope_mismatch", `key ${JSON.stringify(key)} is not the scope key ${JSON.stringify(expected)}`);
   const context = contextOfObservation(observation, options.reducerVersion);
-  return { kind: "accept", observation, fingerprint: observationFingerprint(observation), identity: reducerIdentity(context), context };
+  return { kind: "accept", observation, fingerprint, identity: identityOf(context), context };
+}
+
+/** The last context and its identity: a batch's records mostly share one identity. */
+let last: { context: ReducerContext; identity: string } | null = null;
+
+function identityOf(context: ReducerContext): string {
+  if (last !== null && sameContext(last.context, context)) return last.identity;
+  const identity = reducerIdentity(context);
+  last = { context, identity };
+  return identity;
+}
+
+function sameContext(a: ReducerContext, b: ReducerContext): boolean {
+  return (
+    a.reducer_version === b.reducer_version &&
+    a.retrieval_snapshot_ref === b.retrieval_snapshot_ref &&
+    a.policy_snapshot_ref === b.policy_snapshot_ref &&
+    a.scope.agent_id === b.scope.agent_id &&
+    a.scope.project_id === b.scope.project_id &&
+    a.scope.corpus_id === b.scope.corpus_id &&
+    a.scope.surface_id === b.scope.surface_id
+  );
 }

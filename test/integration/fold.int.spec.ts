@@ -164,7 +164,8 @@ describe("fold on a real broker and a real Redis", () => {
     let gone = new Set<string>(); // member ids of killed workers (the group keeps them until their session expires)
     for (let round = 0; round < 3; round++) {
       const before = await committedTotal(admin, settings);
-      const child = spawnWorker(settings);
+      // Small batches (16 KiB of a partition per fetch): the worker commits as it goes, so the kill finds it mid-stream.
+      const child = spawnWorker(settings, { MUFOLD_PARTITION_FETCH_MAX_BYTES: "16384" });
       cleanups.push(async () => child.exitCode === null && child.signalCode === null && stopWorker(child, "SIGKILL"));
       const joined = await waitFor(`round ${round}: the new worker alone in the group, holding partitions`, async () => {
         const g = await groupView(admin, settings);

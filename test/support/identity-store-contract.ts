@@ -172,7 +172,7 @@ export function identityStoreContract(name: string, makeStore: StoreFactory): vo
       it("generations are separate", async () => {
         const store = await makeStore();
         await store.apply(G, "mur_g", 0, none, [hset("m", "skel", SKELETON), hset("d", "o", "r")]);
-        expect(await store.load(G + 1, "mur_g")).toEqual({ meta: {}, records: new Map() });
+        expect(await store.load(G + 1, "mur_g")).toEqual({ meta: {}, records: new Map(), history: new Map() });
         expect(await store.read(G + 1, "mur_g")).toBeNull();
         expect(await store.apply(G + 1, "mur_g", 0, none, [])).toBe(1);
       });

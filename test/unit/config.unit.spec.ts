@@ -318,3 +318,18 @@ describe("docs/security.md", () => {
     for (const [role, rule] of rules) expect(doc, role).toContain(rule);
   });
 });
+
+describe("memory and concurrency settings", () => {
+  it("default to a 4 MiB fetch, 512 KiB per partition, 4 partitions at once, 256 identity writes in flight", () => {
+    const s = resolveSettings({}, {});
+    expect([s.fetchMaxBytes, s.partitionFetchMaxBytes, s.partitionsConcurrency, s.identitiesInFlight]).toEqual([4_194_304, 524_288, 4, 256]);
+  });
+
+  it("take flags and environment variables, and refuse what cannot work, naming the setting", () => {
+    const s = resolveSettings({ "partitions-concurrency": "2" }, { MUFOLD_IDENTITIES_IN_FLIGHT: "16", MUFOLD_FETCH_MAX_BYTES: "65536" });
+    expect([s.partitionsConcurrency, s.identitiesInFlight, s.fetchMaxBytes]).toEqual([2, 16, 65_536]);
+    expect(errorOf({}, { MUFOLD_PARTITIONS_CONCURRENCY: "0" })).toMatch(/MUFOLD_PARTITIONS_CONCURRENCY|partitions-concurrency|partitionsConcurrency/);
+    expect(errorOf({ "identities-in-flight": "x" }, {})).toMatch(/identities-in-flight|identitiesInFlight/);
+    expect(errorOf({}, { MUFOLD_PARTITION_FETCH_MAX_BYTES: "10" })).toMatch(/MUFOLD_PARTITION_FETCH_MAX_BYTES|partitionFetchMaxBytes/);
+  });
+});

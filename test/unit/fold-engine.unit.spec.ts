@@ -3,7 +3,6 @@
  * the memory store, given/when/then. Records go through the batch router as
  * Kafka would deliver them; packets are checked against the pure reducer.
  */
-import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { routeRecords } from "../../consumers/batch-router.js";
 import type { SourceRecord } from "../../consumers/dlq.js";
@@ -15,6 +14,10 @@ import { StateLostError } from "../../src/fold/identity-store.js";
 import { OBSERVATION_SCHEMA_HEADER } from "../../src/fold/record-decision.js";
 import { scopeKey } from "../../src/fold/scope-key.js";
 import { reducerPackets } from "../support/identity-store-contract.js";
+import { contentDigest, elementsOfParts } from "../support/content-digest.js";
+import { contextOfObservation } from "../../src/core/identity.js";
+import { emptyIdentityState, foldDelivery } from "../../src/core/identity-state.js";
+import { computeParts } from "../../src/core/packet-parts.js";
 
 const G = 1;
 const DECISION = { reducerVersion: "memory_utility_reducer_v0", maxValueBytes: 65_536 };
@@ -44,7 +47,12 @@ function delivered(all: readonly SimulatedDelivery[], from: number, to: number, 
 }
 
 const observations = (all: readonly SimulatedDelivery[], from: number, to: number) => all.slice(from, to + 1).map((d) => d.observation);
-const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+/** The content digest of the reducer's parts over exactly these observations, from scratch (test/support/content-digest.ts). */
+function digestOf(expected: readonly Observation[]): string {
+  const state = emptyIdentityState();
+  for (const o of expected) foldDelivery(state, o);
+  return contentDigest(elementsOfParts(computeParts(contextOfObservation(expected[0]!, DECISION.reducerVersion), state)));
+}
 const worker = (store: MemoryIdentityStore, feed = true) => new IdentityApplier(store, 100, { feed });
 
 async function onlyIdentity(store: MemoryIdentityStore): Promise<string> {
@@ -168,7 +176,7 @@ describe("given a change applied by a worker that died before announcing it", ()
     expect(stats).toMatchObject({ applied: 0, duplicatesSkipped: 10 });
     const packet = (await store.read(G, await onlyIdentity(store)))!;
     expect(stats.changes).toHaveLength(1);
-    expect(stats.changes[0]).toMatchObject({ version: 1, deliveries: 10, digest: sha256(packet), status: (JSON.parse(packet) as { status: string }).status, repeated: true });
+    expect(stats.changes[0]).toMatchObject({ version: 1, deliveries: 10, digest: digestOf(observations(all, 0, 9)), status: (JSON.parse(packet) as { status: string }).status, repeated: true });
     expect(stats.changes[0]).toEqual({ ...lost.changes[0], repeated: true });
     // Its model is cached now: a further redelivery is nothing new to announce.
     expect((await fresh.applyAll(G, delivered(all, 0, 9))).changes).toEqual([]);
@@ -179,9 +187,10 @@ describe("given a change applied by a worker that died before announcing it", ()
     const store = new MemoryIdentityStore();
     await given(store);
     const stats = await worker(store).applyAll(G, delivered(all, 0, 14));
-    const packet = await expectPacketOf(store, observations(all, 0, 14));
+    await expectPacketOf(store, observations(all, 0, 14));
     expect(stats.changes.map((c) => [c.version, c.deliveries, c.repeated])).toEqual([[1, 10, true], [2, 5, false]]);
-    expect(stats.changes[1]!.digest).toBe(sha256(packet));
+    expect(stats.changes[1]!.digest).toBe(digestOf(observations(all, 0, 14)));
+    expect(stats.changes[0]!.digest).not.toBe(stats.changes[1]!.digest);
   });
 
   it("when the change feed is off, then nothing is announced", async () => {
@@ -226,7 +235,7 @@ describe("given a worker that wrote an identity the store then lost", () => {
     const id = await onlyIdentity(store);
     store.lose(G, id);
     await expect(applier.applyAll(G, delivered(all, 5, 9))).rejects.toBeInstanceOf(StateLostError);
-    expect(await store.load(G, id)).toEqual({ meta: {}, records: new Map() });
+    expect(await store.load(G, id)).toEqual({ meta: {}, records: new Map(), history: new Map() });
   });
 });
 
@@ -241,5 +250,61 @@ describe("given a store whose apply fails", () => {
     const batches = delivered(oneIdentity(3), 0, 2);
     await expect(worker(store).applyAll(G, batches)).rejects.toThrow("store down");
     expect(await store.listIdentities(G)).toEqual(batches.map((b) => b.identity));
+  });
+});
+
+describe("given a batch of many identities and a store that answers slowly", () => {
+  /** The memory store, with every apply held until released: counts how many are in flight at once. */
+  class SlowStore extends MemoryIdentityStore {
+    inFlight = 0;
+    most = 0;
+    failOn: string | undefined;
+    override async apply(...args: Parameters<MemoryIdentityStore["apply"]>): Promise<number> {
+      this.inFlight++;
+      this.most = Math.max(this.most, this.inFlight);
+      await new Promise((r) => setImmediate(r));
+      this.inFlight--;
+      if (args[1] === this.failOn) throw new Error("store failure");
+      return super.apply(...args);
+    }
+  }
+  const many = [...simulate({ agents: 60, observationsPerAgent: 3, snapshotEvery: 100_000, duplicateRate: 0, conflictRate: 0, seed: 9 })];
+  const batches = () => routeRecords(many.map((d, i) => record(d.observation, 0, i)), DECISION).identities;
+
+  it("when it is applied with 8 writes in flight, then never more than 8 are, and every identity is folded", async () => {
+    const store = new SlowStore();
+    const stats = await new IdentityApplier(store, 100, { feed: true, inFlight: 8 }).applyAll(G, batches());
+    expect(stats.identities).toBe(60);
+    expect(store.most).toBe(8);
+    const expected = reducerPackets(many.map((d) => d.observation));
+    for (const id of await store.listIdentities(G)) expect(await store.read(G, id)).toBe(expected.get(id));
+  });
+
+  it("when one identity's write fails, then the call fails once the started writes settle, and starts no more", async () => {
+    const store = new SlowStore();
+    const all = batches();
+    store.failOn = all[3]!.identity;
+    const applier = new IdentityApplier(store, 100, { feed: true, inFlight: 4 });
+    await expect(applier.applyAll(G, all)).rejects.toThrow("store failure");
+    expect(store.inFlight).toBe(0);
+    const written = await Promise.all(all.map(async (b) => (await store.load(G, b.identity)).meta.v !== undefined));
+    expect(written.filter(Boolean).length).toBeLessThan(8); // the first wave, not the whole batch
+  });
+});
+
+describe("given an identity whose subjects propose reviews", () => {
+  it("when its changes are announced, then each proposal is the packet's own review proposal, byte for byte", async () => {
+    const all = oneIdentity(120, { conflictRate: 0.15, seed: 21, memories: 6 });
+    const store = new MemoryIdentityStore();
+    const applier = worker(store);
+    const announced = new Map<string, string | null>();
+    for (let i = 0; i < all.length; i += 30) {
+      for (const c of (await applier.applyAll(G, delivered(all, i, Math.min(i + 29, all.length - 1)))).changes) {
+        for (const p of c.proposals) announced.set(p.subjectId, p.proposal);
+      }
+    }
+    const packet = JSON.parse(await expectPacketOf(store, observations(all, 0, all.length - 1))) as { review_proposals: { subject_id: string }[] };
+    expect(packet.review_proposals.length).toBeGreaterThan(0);
+    for (const proposal of packet.review_proposals) expect(announced.get(proposal.subject_id)).toBe(canonicalJson(proposal as never));
   });
 });

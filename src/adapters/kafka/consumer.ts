@@ -2,6 +2,9 @@
  * A consumer-group loop that hands each fetched batch to a handler and commits
  * the batch's offsets only after the handler resolves (after Redis has it).
  * A handler that throws leaves the offsets uncommitted: the batch is redelivered.
+ * With `commitInBackground`, the commit is sent without holding up the next
+ * batch (in order per partition; a lost commit only means a redelivery, which
+ * the fold skips by its watermarks), and `stop` waits for the ones in flight.
  * A batch that cannot be decoded parks its partition (see codecs.ts): paused,
  * its committed offset left at that batch, reported by `parked()` and `onPark`.
  */
@@ -55,6 +58,15 @@ export interface GroupConsumerOptions {
   maxWaitTimeInMs?: number;
   sessionTimeout?: number;
   heartbeatInterval?: number;
+  /** Most bytes one fetch brings (all partitions), and of one partition (one batch). */
+  maxBytes?: number;
+  maxBytesPerPartition?: number;
+  /** Batches of different partitions handled at once (default 1). */
+  partitionsConsumedConcurrently?: number;
+  /** Commit without awaiting it before the next batch (see the header). */
+  commitInBackground?: boolean;
+  /** A background commit failed (the next commit of the partition, or a redelivery, covers it). */
+  onCommitError?(error: unknown, topic: string, partition: number): void;
 }
 
 /** What the patch and nextOffset read of kafkajs's Batch and Runner (2.2.4; not in its typings). */
@@ -122,6 +134,8 @@ export class GroupConsumer {
   /** When the coordinator last accepted a heartbeat (ms since epoch; 0 = never). */
   lastHeartbeat = 0;
   private readonly parkedPartitions = new Map<string, ParkedPartition>();
+  /** The last background commit of each partition (commits of one partition go out in order). */
+  private readonly commits = new Map<string, Promise<void>>();
 
   private constructor(
     private readonly consumer: Consumer,
@@ -157,6 +171,8 @@ export class GroupConsumer {
       maxWaitTimeInMs: options.maxWaitTimeInMs ?? 100,
       sessionTimeout: options.sessionTimeout ?? 30_000,
       heartbeatInterval: options.heartbeatInterval ?? 3_000,
+      ...(options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes }),
+      ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
       allowAutoTopicCreation: false,
       retry: { retries: 10, ...(options.restartOnFailure ? { restartOnFailure: options.restartOnFailure } : {}) },
     });
@@ -165,7 +181,7 @@ export class GroupConsumer {
     await consumer.connect();
     await consumer.subscribe({ topics: [options.topic], fromBeginning: options.fromBeginning });
     const eachBatch = Object.assign((payload: EachBatchPayload) => handle.eachBatch(payload), { [DELIVER_FILTERED]: true as const });
-    await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
+    await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1, eachBatch });
     return handle;
   }
 
@@ -202,7 +218,9 @@ export class GroupConsumer {
         clearInterval(keepAlive);
       }
       resolveOffset((next - 1n).toString());
-      await this.consumer.commitOffsets([{ topic, partition, offset: next.toString() }]);
+      const commit = [{ topic, partition, offset: next.toString() }];
+      if (this.options.commitInBackground) this.commitLater(topic, partition, commit);
+      else await this.consumer.commitOffsets(commit);
     }
     if (standIn >= 0) {
       pause(); // this partition only: the fetches of the others go on
@@ -211,6 +229,22 @@ export class GroupConsumer {
       this.options.onPark?.({ ...parked });
     }
     await heartbeat();
+  }
+
+  private commitLater(topic: string, partition: number, commit: { topic: string; partition: number; offset: string }[]): void {
+    const key = `${topic}:${partition}`;
+    const sent = (this.commits.get(key) ?? Promise.resolve())
+      .then(() => this.consumer.commitOffsets(commit))
+      .catch((error: unknown) => this.options.onCommitError?.(error, topic, partition));
+    this.commits.set(key, sent);
+    void sent.then(() => {
+      if (this.commits.get(key) === sent) this.commits.delete(key);
+    });
+  }
+
+  /** Wait for the background commits in flight. */
+  async flushCommits(): Promise<void> {
+    await Promise.all([...this.commits.values()]);
   }
 
   /** A parked partition assigned elsewhere now: stop reporting it, and unpause it so that a later assignment fetches (and parks) again. */
@@ -236,6 +270,11 @@ export class GroupConsumer {
 
   /** Leave the group cleanly: the in-flight batch finishes (or is abandoned uncommitted). */
   async stop(): Promise<void> {
+    // Stop the runner first (the batches in flight finish), so the commits they leave are sent before leaving.
+    if (this.options.commitInBackground) {
+      await this.consumer.stop();
+      await this.flushCommits();
+    }
     await this.consumer.disconnect();
   }
 }

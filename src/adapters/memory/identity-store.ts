@@ -1,7 +1,7 @@
 /**
  * The IdentityStore port in memory: the unit tier's store, with the semantics
  * of the Redis adapter's Lua functions (src/adapters/redis/functions/mufold_v1.lua),
- * mirrored step by step. Each identity has the same ten keys as in Redis, each
+ * mirrored step by step (tokens expanded on read as the Lua `expand` does). Each identity has the same ten keys as in Redis, each
  * absent, a hash or a sorted set of score-0 members; the identity contract
  * suite (test/support/identity-store-contract.ts) runs against both stores.
  *
@@ -17,6 +17,7 @@
 import { compareBytes } from "../../core/byte-order.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS } from "../../core/projection-limits.js";
 import { SKELETON_SEPARATOR } from "../../core/packet-parts.js";
+import { expandTokens } from "../../core/compact-json.js";
 import type { PartOp } from "../../fold/delta.js";
 import { StaleVersionError, StateLostError, type IdentityStore, type StoredIdentity } from "../../fold/identity-store.js";
 import type { IdentityPart } from "../../fold/keys.js";
@@ -125,7 +126,7 @@ function historyIds(keys: Keys, accepted: number): (string | undefined)[] {
 function assemble(keys: Keys): string | null {
   const meta = hashOf(keys, "m");
   const rejected = meta?.get("rej");
-  if (rejected !== undefined) return rejected;
+  if (rejected !== undefined) return expandTokens(rejected);
   const skeleton = meta?.get("skel");
   if (skeleton === undefined) return null;
   const pieces = skeleton.split(SKELETON_SEPARATOR);
@@ -135,7 +136,7 @@ function assemble(keys: Keys): string | null {
   const subjectIds = zrange(keys, "si").map(idOf);
   const proposals = fragments(keys, "p", subjectIds);
   const subjects = fragments(keys, "s", subjectIds);
-  return `${pieces[0]}[${history}]${pieces[1]}[${rejections}]${pieces[2]}[${proposals}]${pieces[3]}[${subjects}]${pieces[4]}`;
+  return expandTokens(`${pieces[0]}[${history}]${pieces[1]}[${rejections}]${pieces[2]}[${proposals}]${pieces[3]}[${subjects}]${pieces[4]}`);
 }
 
 export class MemoryIdentityStore implements IdentityStore {
@@ -149,7 +150,7 @@ export class MemoryIdentityStore implements IdentityStore {
 
   async load(generation: number, identity: string): Promise<StoredIdentity> {
     const keys = this.keys(generation, identity);
-    return { meta: Object.fromEntries(hashOf(keys, "m") ?? []), records: new Map(hashOf(keys, "d")) };
+    return { meta: Object.fromEntries(hashOf(keys, "m") ?? []), records: new Map(hashOf(keys, "d")), history: new Map(hashOf(keys, "h")) };
   }
 
   async apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: readonly PartOp[]): Promise<number> {

@@ -50,13 +50,20 @@ export class RedisStore implements IdentityStore {
   }
 
   async load(generation: number, identity: string): Promise<StoredIdentity> {
-    const [m, d] = this.keys(generation, identity);
-    // The records hash is read as a flat reply into a Map: an object per identity keyed by
-    // observation ids would give V8 a new hidden class per id, a leak across 100k identities.
-    const [meta, flat] = await Promise.all([this.redis.hgetall(m!), this.redis.call("HGETALL", d!) as Promise<string[]>]);
-    const records = new Map<string, string>();
-    for (let i = 0; i + 1 < flat.length; i += 2) records.set(flat[i]!, flat[i + 1]!);
-    return { meta, records };
+    const keys = this.keys(generation, identity);
+    // Hashes keyed by observation ids are read as flat replies into Maps: an object per identity keyed by
+    // ids would give V8 a new hidden class per id, a leak across 100k identities.
+    const [meta, d, h] = await Promise.all([
+      this.redis.hgetall(keys[partIndex("m")]!),
+      this.redis.call("HGETALL", keys[partIndex("d")]!) as Promise<string[]>,
+      this.redis.call("HGETALL", keys[partIndex("h")]!) as Promise<string[]>,
+    ]);
+    const pairs = (flat: string[]) => {
+      const out = new Map<string, string>();
+      for (let i = 0; i + 1 < flat.length; i += 2) out.set(flat[i]!, flat[i + 1]!);
+      return out;
+    };
+    return { meta, records: pairs(d), history: pairs(h) };
   }
 
   /** Apply writes if the identity is still at `expectedVersion`; returns the new version. */

@@ -13,6 +13,9 @@ hash tag {mur_...} (see src/fold/keys.ts):
 mufold_read_v1 (read-only, FCALL_RO)
   ARGV: none
   Returns the packet as canonical JSON, or nil when the identity has no state.
+  Fragments are stored with object keys and enumerated values as two-byte
+  tokens (\2 or \3 and a character, src/core/compact-json.ts); the reply has
+  them expanded.
 
 mufold_apply_v1
   ARGV[1]  expected version ("0" when the identity is new)
@@ -27,6 +30,49 @@ mufold_apply_v1
 ]]
 
 local SEP = '\1'
+-- Token (\2 or \3 and a character) -> the canonical text it stands for (compact-json.ts EXPANSION).
+local EXPANSION = {
+  ['\002!'] = '"accepted_observation_count":', ['\002"'] = '"action_authority_granted":',
+  ['\002#'] = '"agent_id":', ['\002$'] = '"application_receipt_id":', ['\002%'] = '"attribution_level":',
+  ['\002&'] = '"automatic_deletion":', ['\002\''] = '"combined_confidence":', ['\002('] = '"confidence":',
+  ['\002)'] = '"conflicting_observation_count":', ['\002*'] = '"controlled_replay":',
+  ['\002+'] = '"corpus_id":', ['\002,'] = '"created_at":', ['\002-'] = '"delivery_count":',
+  ['\002.'] = '"delivery_fingerprints":', ['\002/'] = '"delivery_fingerprints_truncated":',
+  ['\0020'] = '"deterministic_effect":', ['\0021'] = '"duplicate_observation_count":',
+  ['\0022'] = '"effective_evidence_basis":', ['\0023'] = '"effective_utility_label":',
+  ['\0024'] = '"evaluation_version":', ['\0025'] = '"evaluator_inference":', ['\0026'] = '"evaluator_ref":',
+  ['\0027'] = '"evidence_basis":', ['\0028'] = '"evidence_label_summary":', ['\0029'] = '"evidence_refs":',
+  ['\002:'] = '"evidence_strength":', ['\002;'] = '"external_writes_performed":',
+  ['\002<'] = '"grants_new_action_authority":', ['\002='] = '"harmful":', ['\002>'] = '"helpful":',
+  ['\002?'] = '"insufficient":', ['\002@'] = '"item_subject_count":', ['\002A'] = '"last_observation_id":',
+  ['\002B'] = '"last_observed_at":', ['\002C'] = '"lineage_observation_count":', ['\002D'] = '"max":',
+  ['\002E'] = '"memory_ref_digests":', ['\002F'] = '"min":', ['\002G'] = '"neutral":',
+  ['\002H'] = '"observation_count":', ['\002I'] = '"observation_fingerprint":',
+  ['\002J'] = '"observation_history":', ['\002K'] = '"observation_history_truncated":',
+  ['\002L'] = '"observation_id":', ['\002M'] = '"ok":', ['\002N'] = '"outcome_ref":',
+  ['\002O'] = '"owner_correction":', ['\002P'] = '"policy_snapshot_ref":', ['\002Q'] = '"project_id":',
+  ['\002R'] = '"projection_ready":', ['\002S'] = '"proposed_action":',
+  ['\002T'] = '"provider_write_performed":', ['\002U'] = '"quarantine_proposed":',
+  ['\002V'] = '"raw_content_captured":', ['\002W'] = '"read_only":', ['\002X'] = '"reason_codes":',
+  ['\002Y'] = '"reducer_identity":', ['\002Z'] = '"reducer_version":',
+  ['\002['] = '"rejected_observation_count":', ['\002\\'] = '"rejections":',
+  ['\002]'] = '"retrieval_snapshot_ref":', ['\002^'] = '"review":', ['\002_'] = '"review_proposals":',
+  ['\002`'] = '"schema_version":', ['\002a'] = '"scope":', ['\002b'] = '"set_subject_count":',
+  ['\002c'] = '"state":', ['\002d'] = '"status":', ['\002e'] = '"subject_count":', ['\002f'] = '"subject_id":',
+  ['\002g'] = '"subjects":', ['\002h'] = '"support":', ['\002i'] = '"surface_id":',
+  ['\002j'] = '"uncertainty":', ['\002k'] = '"unknown":', ['\002l'] = '"unresolved_lineage_count":',
+  ['\002m'] = '"utility_bounds":', ['\002n'] = '"utility_estimate":', ['\002o'] = '"utility_label":',
+  ['\003!'] = 'false', ['\003"'] = 'true', ['\003#'] = '"helpful"', ['\003$'] = '"harmful"',
+  ['\003%'] = '"neutral"', ['\003&'] = '"unknown"', ['\003\''] = '"insufficient"',
+  ['\003('] = '"evaluator_inference"', ['\003)'] = '"deterministic_effect"', ['\003*'] = '"controlled_replay"',
+  ['\003+'] = '"owner_correction"', ['\003,'] = '"item"', ['\003-'] = '"set"', ['\003.'] = '"none"',
+  ['\003/'] = '"conflict"', ['\0030'] = '"attenuation_proposed"', ['\0031'] = '"unresolved_attribution"',
+  ['\0032'] = '"manual_review"', ['\0033'] = '"attenuate_or_review"', ['\0034'] = '"collect_attribution"',
+  ['\0035'] = '"negative_utility_requires_review"', ['\0036'] = '"same_evidence_tier_conflict"',
+  ['\0037'] = '"strongest_evidence_unknown"', ['\0038'] = '"attribution_not_established"',
+  ['\0039'] = '"conflicting_observation_delivery"', ['\003:'] = '"ready"', ['\003;'] = '"review_required"',
+  ['\003<'] = '"empty"',
+}
 local MAX_HISTORY = 256
 local MAX_REJECTIONS = 64
 
@@ -84,9 +130,13 @@ local function split(text)
   end
 end
 
+local function expand(text)
+  return (string.gsub(text, '[\2\3].', EXPANSION))
+end
+
 local function read(keys, args)
   local meta = redis.call('HMGET', keys[1], 'rej', 'skel', 'acc')
-  if meta[1] then return meta[1] end
+  if meta[1] then return expand(meta[1]) end
   if not meta[2] then return nil end
   local pieces = split(meta[2])
   local accepted = tonumber(meta[3] or '0')
@@ -97,10 +147,10 @@ local function read(keys, args)
   for i, m in ipairs(redis.call('ZRANGE', keys[4], 0, -1)) do subject_ids[i] = id_of(m) end
   local proposals = fragments(keys[10], subject_ids)
   local subjects = fragments(keys[3], subject_ids)
-  return table.concat({
+  return expand(table.concat({
     pieces[1], '[', history, ']', pieces[2], '[', rejections, ']',
     pieces[3], '[', proposals, ']', pieces[4], '[', subjects, ']', pieces[5],
-  })
+  }))
 end
 
 local function apply(keys, args)

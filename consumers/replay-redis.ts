@@ -1,0 +1,18 @@
+/**
+ * The build's own Redis connection. Not auto-pipelined: ioredis would hold
+ * every apply of a chunk until the whole chunk is planned (it flushes its
+ * auto-pipeline on setImmediate), leaving Redis idle while the worker plans
+ * and the worker idle while Redis applies. Written as they are planned, the
+ * applies run in Redis while the next identities are planned.
+ */
+import { Cluster, Redis } from "ioredis";
+import { assertFcallRouting, redisClientPlan, redisClientSettings, type RedisClient } from "../src/adapters/redis/connect.js";
+import type { Settings } from "../src/config.js";
+
+export function connectBuildRedis(settings: Settings): RedisClient {
+  const plan = redisClientPlan(redisClientSettings(settings));
+  if (plan.kind === "cluster") assertFcallRouting();
+  const client = plan.kind === "node" ? new Redis(plan.url, { ...plan.options, enableAutoPipelining: false }) : new Cluster(plan.seeds, plan.options);
+  client.on("error", () => undefined); // errors surface on the commands that fail, as with connectRedis
+  return client;
+}

@@ -1,0 +1,372 @@
+/**
+ * An identity's packet parts, kept incrementally: folding k deliveries into an
+ * identity of n touches O(k) subjects, history entries and conflicts, each
+ * found or placed by binary search, and `flush` recomputes only those. The
+ * result is the same PartsView `computeParts` builds from scratch (a unit
+ * property test holds the two together), mutated in place, plus the list of
+ * what changed, from which the fold writes only the changed fragments.
+ *
+ * The content digest is a sum (mod 2^256) of one sha256 per stored part, so a
+ * change costs the hashes of the parts it changed, not of the whole packet.
+ */
+import { hash } from "node:crypto";
+import { compareBytes } from "./byte-order.js";
+import { canonicalJson } from "./canonical-json.js";
+import { compactJson } from "./compact-json.js";
+import { conflictEntry, compareGroupKeys, type SubjectGroup } from "./identity-analysis.js";
+import { subjectIdOf, type ReducerContext } from "./identity.js";
+import { emptyIdentityState, type FingerprintState, type IdentityState } from "./identity-state.js";
+import type { Observation } from "./observation.js";
+import { compareOrder } from "./ordering.js";
+import {
+  emptyParts,
+  historyPart,
+  invalidRequestJson,
+  skeletonFrom,
+  subjectPartOf,
+  type HistoryPart,
+  type LevelCounts,
+  type PartsView,
+  type SubjectPart,
+} from "./packet-parts.js";
+import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_OBSERVATIONS, MAX_PROJECTION_SUBJECTS } from "./projection-limits.js";
+import { rejectedProjection } from "./reducer.js";
+
+/** One part before and after a flush (undefined = absent). */
+export interface PartChange<T> {
+  before: T | undefined;
+  after: T | undefined;
+}
+
+/** What one flush changed, by part. */
+export interface PartsChanges {
+  subjects: Map<string, PartChange<SubjectPart>>;
+  history: Map<string, PartChange<HistoryPart>>;
+  conflicts: Map<string, PartChange<string>>;
+}
+
+interface Group extends SubjectGroup {
+  mapKey: string;
+  /** The items in the reference's time order: their history members in byte order. */
+  chrono: HistoryPart[];
+  chronoObs: Observation[];
+}
+
+interface Accepted {
+  obs: Observation;
+  fingerprint: string;
+  group: Group;
+}
+
+/** sha256 of the pieces, each followed by \0 (the content digest's element hash). */
+function partHash(...pieces: string[]): Buffer {
+  let text = "";
+  for (const p of pieces) text += p + "\u0000";
+  return hash("sha256", text, "buffer");
+}
+
+/** A sum mod 2^256 of 32-byte big-endian numbers, in eight 32-bit words (most significant first). */
+class Sum256 {
+  private readonly words = new Uint32Array(8);
+
+  add(h: Buffer, sign: 1 | -1): void {
+    let carry = 0;
+    for (let i = 7; i >= 0; i--) {
+      const v = this.words[i]! + sign * h.readUInt32BE(i * 4) + carry;
+      carry = Math.floor(v / 0x1_0000_0000);
+      this.words[i] = v - carry * 0x1_0000_0000;
+    }
+  }
+
+  clear(): void {
+    this.words.fill(0);
+  }
+
+  /** Lowercase hex without leading zeros ("0" for zero), as BigInt's toString(16). */
+  hex(): string {
+    let out = "";
+    for (const w of this.words) out += w.toString(16).padStart(8, "0");
+    return out.replace(/^0+(?=.)/, "");
+  }
+}
+
+/** Index of the first member not below `member` in byte order (the order key's order: see sort-keys.ts). */
+function memberBound(items: readonly HistoryPart[], member: string): number {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareBytes(items[mid]!.member, member) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Index of the first item whose id is not below `id` (JS string order, as analyzeIdentityState sorts ids). */
+function lowerBound(items: readonly Observation[], id: string): number {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (items[mid]!.observation_id < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export class IdentityParts {
+  readonly state: IdentityState = emptyIdentityState();
+  readonly parts: PartsView = emptyParts();
+  private readonly groups = new Map<string, Group>();
+  private readonly accepted = new Map<string, Accepted>();
+  private readonly levels: LevelCounts = { item: 0, set: 0, none: 0 };
+  private duplicates = 0;
+  private conflictingDeliveries = 0;
+  private latest: Observation | null = null;
+  private latestStale = false;
+  /** Subjects whose review state is conflict, and subjects the readback re-reduction disagrees on. */
+  private readonly conflictSubjects = new Set<string>();
+  private readonly failing = new Map<string, Group>();
+  private readonly dirtyGroups = new Set<Group>();
+  private readonly dirtyHistory = new Set<string>();
+  private readonly dirtyConflicts = new Set<string>();
+  private readonly sum = new Sum256();
+  private readonly hashes = new WeakMap<object, Buffer>();
+  private readonly conflictHashes = new Map<string, Buffer>();
+
+  /** Past the delivery bound: the packet is a constant rejected packet and nothing else is kept. */
+  private isSealed = false;
+
+  constructor(readonly context: ReducerContext) {}
+
+  get sealed(): boolean {
+    return this.isSealed;
+  }
+
+  /** Fold one delivery; the parts change at the next flush. Returns what the delivery was. */
+  fold(obs: Observation, fingerprint: string): "new" | "duplicate" | "conflict" | "sealed" {
+    this.state.deliveries++;
+    if (this.isSealed) return "sealed";
+    const id = obs.observation_id;
+    let versions = this.state.byId.get(id);
+    if (versions === undefined) {
+      versions = new Map([[fingerprint, { representative: obs, count: 1 }]]);
+      this.state.byId.set(id, versions);
+      this.accept(id, obs, fingerprint);
+      return "new";
+    }
+    const prior = versions.get(fingerprint);
+    if (prior !== undefined) {
+      prior.count++;
+      this.duplicates++;
+      if (versions.size > 1) {
+        this.conflictingDeliveries++;
+        this.dirtyConflicts.add(id);
+      } else if (compareOrder(obs, prior.representative) < 0) {
+        this.unaccept(id);
+        this.accept(id, obs, fingerprint);
+      }
+      if (compareOrder(obs, prior.representative) < 0) prior.representative = obs;
+      return "duplicate";
+    }
+    versions.set(fingerprint, { representative: obs, count: 1 });
+    if (versions.size === 2) {
+      this.unaccept(id);
+      this.conflictingDeliveries += deliveriesOf(versions);
+    } else this.conflictingDeliveries++;
+    this.dirtyConflicts.add(id);
+    return "conflict";
+  }
+
+  /** Load stored state (every id's versions) without per-delivery bookkeeping; flush afterwards. */
+  load(byId: ReadonlyMap<string, Map<string, FingerprintState>>, deliveries: number): void {
+    this.state.deliveries = deliveries;
+    for (const [id, versions] of byId) {
+      this.state.byId.set(id, versions);
+      let count = 0;
+      for (const v of versions.values()) count += v.count;
+      this.duplicates += count - versions.size;
+      if (versions.size === 1) {
+        const [fingerprint, only] = versions.entries().next().value!;
+        this.accept(id, only.representative, fingerprint);
+      } else {
+        this.conflictingDeliveries += count;
+        this.dirtyConflicts.add(id);
+      }
+    }
+  }
+
+  private accept(id: string, obs: Observation, fingerprint: string): void {
+    // The subject id (a sha256) is a function of what the map key holds: computed only for a new group.
+    const digests = obs.memory_ref_digests.join("\u0000");
+    const mapKey = obs.attribution_level === "none" ? `none\u0001${obs.application_receipt_id}\u0001${digests}` : `${obs.attribution_level}\u0000${digests}`;
+    let group = this.groups.get(mapKey);
+    if (group === undefined) {
+      const subjectId = subjectIdOf(obs);
+      const key = obs.attribution_level === "none" ? [subjectId] : obs.memory_ref_digests;
+      group = { mapKey, level: obs.attribution_level, key, subjectId, digests: obs.memory_ref_digests, items: [], chrono: [], chronoObs: [] };
+      this.groups.set(mapKey, group);
+      this.levels[group.level]++;
+    }
+    const subjectId = group.subjectId;
+    group.items.splice(lowerBound(group.items, id), 0, obs);
+    const h = historyPart(obs, subjectId, fingerprint);
+    const at = memberBound(group.chrono, h.member);
+    group.chrono.splice(at, 0, h);
+    group.chronoObs.splice(at, 0, obs);
+    this.dirtyGroups.add(group);
+    this.accepted.set(id, { obs, fingerprint, group });
+    this.dirtyHistory.add(id);
+    if (!this.latestStale && (this.latest === null || compareOrder(obs, this.latest) >= 0)) this.latest = obs;
+  }
+
+  private unaccept(id: string): void {
+    const entry = this.accepted.get(id)!;
+    const group = entry.group;
+    group.items.splice(lowerBound(group.items, id), 1);
+    const at = memberBound(group.chrono, historyPart(entry.obs, group.subjectId, entry.fingerprint).member);
+    group.chrono.splice(at, 1);
+    group.chronoObs.splice(at, 1);
+    this.dirtyGroups.add(group);
+    this.accepted.delete(id);
+    this.dirtyHistory.add(id);
+    if (this.latest === entry.obs) this.latestStale = true;
+  }
+
+  private add(part: object, ...pieces: string[]): void {
+    const h = partHash(...pieces);
+    this.hashes.set(part, h);
+    this.sum.add(h, 1);
+  }
+
+  private remove(part: object | undefined): void {
+    if (part === undefined) return;
+    this.sum.add(this.hashes.get(part)!, -1);
+  }
+
+  /** Recompute what the folds since the last flush changed; the parts are updated in place. */
+  flush(): PartsChanges {
+    const changes: PartsChanges = { subjects: new Map(), history: new Map(), conflicts: new Map() };
+    const parts = this.parts;
+    parts.deliveries = this.state.deliveries;
+    if (!this.isSealed && this.state.deliveries > MAX_PROJECTION_OBSERVATIONS) this.seal();
+    if (this.isSealed) return changes;
+    for (const group of this.dirtyGroups) {
+      const before = parts.subjects.get(group.subjectId);
+      if (before !== undefined) {
+        this.remove(before);
+        if (before.conflict) this.conflictSubjects.delete(group.subjectId);
+      }
+      this.failing.delete(group.subjectId);
+      let after: SubjectPart | undefined;
+      if (group.items.length === 0) {
+        this.groups.delete(group.mapKey);
+        this.levels[group.level]--;
+        parts.subjects.delete(group.subjectId);
+      } else {
+        after = subjectPartOf(group, group.chronoObs); // (its `items` is the group's live list: not for computeParts' reuse)
+        parts.subjects.set(group.subjectId, after);
+        this.add(after, "s", after.member, after.fragment, after.proposal ?? "");
+        if (after.conflict) this.conflictSubjects.add(group.subjectId);
+        if (after.recheckFailure !== null) this.failing.set(group.subjectId, group);
+      }
+      changes.subjects.set(group.subjectId, { before, after });
+    }
+    for (const id of this.dirtyHistory) {
+      const before = parts.history.get(id);
+      const entry = this.accepted.get(id);
+      const after = entry === undefined ? undefined : historyPart(entry.obs, entry.group.subjectId, entry.fingerprint);
+      if (before === after) continue;
+      this.remove(before);
+      if (after === undefined) parts.history.delete(id);
+      else {
+        parts.history.set(id, after);
+        this.add(after, "h", after.member, after.fragment);
+      }
+      changes.history.set(id, { before, after });
+    }
+    for (const id of this.dirtyConflicts) {
+      const versions = this.state.byId.get(id)!;
+      const before = parts.conflicts.get(id);
+      const count = deliveriesOf(versions);
+      if (before !== undefined && parts.conflictCounts.get(id) === count) continue;
+      const after = compactJson(conflictEntry(id, [...versions.keys()], count));
+      if (before !== undefined) this.sum.add(this.conflictHashes.get(id)!, -1);
+      const h = partHash("c", id, after);
+      this.conflictHashes.set(id, h);
+      this.sum.add(h, 1);
+      parts.conflicts.set(id, after);
+      parts.conflictCounts.set(id, count);
+      changes.conflicts.set(id, { before, after });
+    }
+    this.dirtyGroups.clear();
+    this.dirtyHistory.clear();
+    this.dirtyConflicts.clear();
+    if (this.latestStale) {
+      this.latest = null;
+      for (const { obs } of this.accepted.values()) if (this.latest === null || compareOrder(obs, this.latest) >= 0) this.latest = obs;
+      this.latestStale = false;
+    }
+    const accepted = this.accepted.size;
+    parts.accepted = accepted;
+    parts.skeleton = skeletonFrom(
+      this.context,
+      {
+        accepted,
+        latest: this.latest === null ? [null, null] : [this.latest.created_at, this.latest.observation_id],
+        duplicates: this.duplicates,
+        conflicts: parts.conflicts.size,
+        conflictingDeliveries: this.conflictingDeliveries,
+        conflictProposal: this.conflictSubjects.size > 0,
+      },
+      this.levels,
+    );
+    parts.rejected = this.rejection(accepted);
+    return changes;
+  }
+
+  /** Past the bound for good: drop everything but the delivery count (the caller deletes the stored parts). */
+  private seal(): void {
+    this.isSealed = true;
+    this.state.byId.clear();
+    for (const map of [this.groups, this.accepted, this.failing, this.conflictHashes, this.parts.subjects, this.parts.history, this.parts.conflicts, this.parts.conflictCounts]) map.clear();
+    this.dirtyGroups.clear();
+    this.dirtyHistory.clear();
+    this.dirtyConflicts.clear();
+    this.conflictSubjects.clear();
+    this.parts.skeleton = "";
+    this.parts.accepted = 0;
+    this.parts.rejected = canonicalJson(rejectedProjection(this.context, ["observation_malformed"]));
+    this.sum.clear();
+  }
+
+  /** A stored identity already past the bound. */
+  loadSealed(deliveries: number): void {
+    this.state.deliveries = deliveries;
+    this.parts.deliveries = deliveries;
+    this.seal();
+  }
+
+  private rejection(accepted: number): string | null {
+    if (this.groups.size > MAX_PROJECTION_SUBJECTS) return canonicalJson(rejectedProjection(this.context, ["projection_subject_limit_exceeded"], accepted));
+    if (this.failing.size === 0 || accepted > MAX_PROJECTION_HISTORY) return null;
+    const first = [...this.failing.values()].sort(compareGroupKeys)[0]!;
+    return invalidRequestJson(`projection subject ${first.subjectId} ${this.parts.subjects.get(first.subjectId)!.recheckFailure} is inconsistent`);
+  }
+
+  /**
+   * The content digest: sha256 over the packet's skeleton (or its rejected
+   * packet) and the sum of the stored parts' hashes. Equal parts give equal
+   * digests in any worker or generation; any changed part changes it.
+   */
+  digest(): string {
+    if (this.parts.rejected !== null) return hash("sha256", "r\u0000" + this.parts.rejected, "hex");
+    return hash("sha256", "p\u0000" + this.parts.skeleton + "\u0000" + this.sum.hex(), "hex");
+  }
+}
+
+function deliveriesOf(versions: ReadonlyMap<string, FingerprintState>): number {
+  let n = 0;
+  for (const v of versions.values()) n += v.count;
+  return n;
+}

@@ -1,0 +1,69 @@
+/**
+ * The change feed's content digest (`dig`), written out from its documented
+ * formula (docs/architecture.md, "Change feed") for tests to compare against:
+ *
+ *   rejected packet:  sha256("r\0" + rej)
+ *   otherwise:        sha256("p\0" + skel + "\0" + hex(S)),  S = Σ sha256(e) mod 2^256 over
+ *     every subject   "s\0" member "\0" fragment "\0" proposal-or-empty "\0"
+ *     every history   "h\0" member "\0" fragment "\0"
+ *     every conflict  "c\0" id "\0" fragment "\0"
+ *
+ * Independent of the fold's incremental bookkeeping: the elements come from a
+ * PartsView built from scratch (computeParts) or from the keys in Redis.
+ */
+import { createHash } from "node:crypto";
+import type { Redis } from "ioredis";
+import type { PartsView } from "../../src/core/packet-parts.js";
+import { identityKeys } from "../../src/fold/keys.js";
+
+export interface DigestElements {
+  rejected: string | null;
+  skeleton: string;
+  subjects: { member: string; fragment: string; proposal: string | null }[];
+  history: { member: string; fragment: string }[];
+  conflicts: { id: string; fragment: string }[];
+}
+
+const sha = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+
+export function contentDigest(e: DigestElements): string {
+  if (e.rejected !== null) return sha("r\u0000" + e.rejected);
+  let sum = 0n;
+  const add = (...pieces: string[]) => (sum += BigInt("0x" + sha(pieces.map((p) => p + "\u0000").join(""))));
+  for (const s of e.subjects) add("s", s.member, s.fragment, s.proposal ?? "");
+  for (const h of e.history) add("h", h.member, h.fragment);
+  for (const c of e.conflicts) add("c", c.id, c.fragment);
+  sum %= 1n << 256n;
+  return sha("p\u0000" + e.skeleton + "\u0000" + sum.toString(16));
+}
+
+export function elementsOfParts(parts: PartsView): DigestElements {
+  return {
+    rejected: parts.rejected,
+    skeleton: parts.skeleton,
+    subjects: [...parts.subjects.values()],
+    history: [...parts.history.values()],
+    conflicts: [...parts.conflicts].map(([id, fragment]) => ({ id, fragment })),
+  };
+}
+
+/** The elements as stored in Redis for one identity of one generation. */
+export async function elementsInRedis(redis: Redis, prefix: string, generation: number, identity: string): Promise<DigestElements> {
+  const [m, , s, si, h, hi, , c, , p] = identityKeys(prefix, generation, identity);
+  const meta = await redis.hgetall(m!);
+  const idOf = (member: string) => member.slice(member.lastIndexOf("\u0000") + 1);
+  const [subjects, proposals, history, historyOrder, conflicts] = await Promise.all([
+    redis.hgetall(s!), redis.hgetall(p!), redis.hgetall(h!), redis.zrange(hi!, 0, -1), redis.hgetall(c!),
+  ]);
+  const subjectMembers = await redis.zrange(si!, 0, -1);
+  return {
+    rejected: meta.rej ?? null,
+    skeleton: meta.skel ?? "",
+    subjects: subjectMembers.map((member) => {
+      const id = idOf(member);
+      return { member, fragment: subjects[id]!, proposal: proposals[id] ?? null };
+    }),
+    history: historyOrder.map((member) => ({ member, fragment: history[idOf(member)]! })),
+    conflicts: Object.entries(conflicts).map(([id, fragment]) => ({ id, fragment })),
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * The stored form of fragments (src/core/compact-json.ts): expanding it gives
+ * canonical JSON back exactly, and the Lua read function expands with the same
+ * table.
+ */
+import { readFileSync } from "node:fs";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { canonicalJson } from "../../src/core/canonical-json.js";
+import { EXPANSION, KEY_TOKENS, VALUE_TOKENS, compactJson, expandTokens } from "../../src/core/compact-json.js";
+import { historyEntryJson, historyEntryStored } from "../../src/core/observation-json.js";
+import { PyFloat, type PyValue } from "../../src/core/pyvalue.js";
+import { simulate } from "../../producers/simulation.js";
+
+const tricky = fc.constantFrom(...KEY_TOKENS, ...VALUE_TOKENS.filter((v) => typeof v === "string"), '"status":', "\u0002d", "\u0003!", "\u0002", "a\"b", "\\", "\u0000\u0001\u0002\u0003", "é", "😀", "\uffff", "key");
+const text = fc.oneof(tricky, fc.string(), fc.string({ unit: "binary" }));
+const value: fc.Arbitrary<PyValue> = fc.letrec<{ v: PyValue }>((tie) => ({
+  v: fc.oneof(
+    { depthSize: "small" },
+    fc.constant(null),
+    fc.boolean(),
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }).map((x) => new PyFloat(x)),
+    text,
+    fc.array(tie("v"), { maxLength: 4 }),
+    fc.dictionary(text, tie("v"), { maxKeys: 5 }),
+  ),
+})).v;
+
+describe("compact JSON", () => {
+  it("expands to canonical JSON, for any value and any keys", () => {
+    fc.assert(fc.property(value, (v) => expandTokens(compactJson(v)) === canonicalJson(v)), { numRuns: 2000 });
+  });
+
+  it("is shorter for the packet's own keys, and a string never holds a raw token", () => {
+    const v = { subject_id: "mui_1", support: { harmful: 0, helpful: 1 }, note: "\u0002d" };
+    const stored = compactJson(v);
+    expect(stored.length).toBeLessThan(canonicalJson(v).length);
+    expect(stored).toContain("\\u0002d"); // the string's control character stays escaped
+  });
+
+  it("history entries: the stored form expands to the canonical entry", () => {
+    for (const d of simulate({ agents: 2, observationsPerAgent: 50, duplicateRate: 0.1, conflictRate: 0.05, seed: 3 })) {
+      const o = d.observation;
+      expect(expandTokens(historyEntryStored(o, "muof_x", "mui_y"))).toBe(historyEntryJson(o, "muof_x", "mui_y"));
+    }
+  });
+
+  it("the Lua read function's table is EXPANSION, entry for entry", () => {
+    const lua = readFileSync(new URL("../../src/adapters/redis/functions/mufold_v1.lua", import.meta.url), "utf8");
+    const body = /local EXPANSION = \{([\s\S]*?)\n\}/.exec(lua)![1]!;
+    // Lua single-quoted strings: \ddd (three digits) and \<char> escapes.
+    const unlua = (s: string) => s.replace(/\\(\d{3}|.)/g, (_, e: string) => (/^\d{3}$/.test(e) ? String.fromCharCode(Number(e)) : e));
+    const entries = [...body.matchAll(/\['((?:\\.|[^'\\])*)'\] = '((?:\\.|[^'\\])*)'/g)].map((m) => [unlua(m[1]!), unlua(m[2]!)]);
+    expect(entries).toEqual([...EXPANSION]);
+    expect(entries).toHaveLength(KEY_TOKENS.length + VALUE_TOKENS.length);
+  });
+});
+
+describe("compactSubject", () => {
+  it("equals compactJson on every subject of simulated identities, and on other shapes", async () => {
+    const { projectIdentityState } = await import("../../src/core/reducer.js");
+    const { emptyIdentityState, foldDelivery } = await import("../../src/core/identity-state.js");
+    const { contextOfObservation } = await import("../../src/core/identity.js");
+    const { compactSubject } = await import("../../src/core/compact-json.js");
+    let subjects = 0;
+    for (const seed of [1, 2, 3]) {
+      const all = [...simulate({ agents: 1, observationsPerAgent: 300, snapshotEvery: 1e9, duplicateRate: 0.1, conflictRate: 0.1, memories: 8, seed })];
+      const state = emptyIdentityState();
+      for (const d of all) foldDelivery(state, d.observation);
+      const packet = projectIdentityState(contextOfObservation(all[0]!.observation, "memory_utility_reducer_v0"), state) as { subjects: PyValue[] };
+      for (const s of packet.subjects) {
+        expect(compactSubject(s)).toBe(compactJson(s));
+        subjects++;
+      }
+    }
+    expect(subjects).toBeGreaterThan(30);
+    fc.assert(fc.property(value, (v) => compactSubject(v) === compactJson(v)), { numRuns: 500 });
+    expect(compactSubject({ subject_id: "x", extra: 1 })).toBe(compactJson({ subject_id: "x", extra: 1 }));
+  });
+});
+
+describe("expandTokens on text that is not a stored form", () => {
+  it("leaves unknown pairs whole, as the Lua gsub does", () => {
+    expect(expandTokens("\u0002\u0002!")).toBe("\u0002\u0002!");
+    expect(expandTokens("a\u0003\u0002!")).toBe("a\u0003\u0002!");
+    expect(expandTokens("\u0002~x\u0002!")).toBe('\u0002~x"accepted_observation_count":');
+    expect(expandTokens("end\u0002")).toBe("end\u0002");
+  });
+});
