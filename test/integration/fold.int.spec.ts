@@ -81,6 +81,13 @@ const logEnd = async (admin: Admin, settings: Settings) => (await admin.fetchTop
  * or a rebalance lands mid-stream — which the tests assert rather than assume.
  * `stop()` returns how many were produced.
  */
+/**
+ * Small batches (16 KiB of a partition per fetch) for the workers of the mid-stream tests: they commit as
+ * they go, so a kill or a rebalance finds them with the backlog unfolded (with the default 512 KiB a worker
+ * can fold the whole backlog in one round of batches).
+ */
+const SMALL_BATCHES = { MUFOLD_PARTITION_FETCH_MAX_BYTES: "16384" };
+
 function keepBacklog(settings: Settings, admin: Admin, messages: OutMessage[]): { stop(): Promise<number> } {
   let stopped = false;
   let produced = 0;
@@ -164,8 +171,7 @@ describe("fold on a real broker and a real Redis", () => {
     let gone = new Set<string>(); // member ids of killed workers (the group keeps them until their session expires)
     for (let round = 0; round < 3; round++) {
       const before = await committedTotal(admin, settings);
-      // Small batches (16 KiB of a partition per fetch): the worker commits as it goes, so the kill finds it mid-stream.
-      const child = spawnWorker(settings, { MUFOLD_PARTITION_FETCH_MAX_BYTES: "16384" });
+      const child = spawnWorker(settings, SMALL_BATCHES);
       cleanups.push(async () => child.exitCode === null && child.signalCode === null && stopWorker(child, "SIGKILL"));
       const joined = await waitFor(`round ${round}: the new worker alone in the group, holding partitions`, async () => {
         const g = await groupView(admin, settings);
@@ -196,7 +202,7 @@ describe("fold on a real broker and a real Redis", () => {
     const admin = await groupAdmin(settings);
     const feed = keepBacklog(settings, admin, observations.map(observationMessage));
     cleanups.push(() => feed.stop());
-    const a = spawnWorker(settings);
+    const a = spawnWorker(settings, SMALL_BATCHES);
     cleanups.push(() => stopWorker(a));
     const alone = await waitFor("a joined", async () => {
       const g = await groupView(admin, settings);
@@ -205,7 +211,7 @@ describe("fold on a real broker and a real Redis", () => {
     const aId = [...alone.members.keys()][0]!;
     await waitFor("a committed a batch", async () => ((await committedTotal(admin, settings)) > 0 ? true : undefined));
 
-    const b = spawnWorker(settings); // joins: the group rebalances while a is folding
+    const b = spawnWorker(settings, SMALL_BATCHES); // joins: the group rebalances while a is folding
     cleanups.push(() => stopWorker(b));
     const both = await waitFor("b joined and both hold partitions", async () => {
       const g = await groupView(admin, settings);
