@@ -114,8 +114,8 @@ export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
 }
 
 /** A subject's packet entry and, when its review state is not none, its review proposal. */
-export function subjectOfGroup(group: SubjectGroup): { subject: PyObject; proposal: PyObject | null } {
-  const subject = reduceSubject(group.subjectId, group.level, group.digests, group.items);
+export function subjectOfGroup(group: SubjectGroup, latest?: Observation): { subject: PyObject; proposal: PyObject | null } {
+  const subject = reduceSubject(group.subjectId, group.level, group.digests, group.items, latest);
   const rv = subject.review as PyObject;
   if (rv.state === "none") return { subject, proposal: null };
   return {

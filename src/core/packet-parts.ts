@@ -19,7 +19,7 @@ import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } fro
 import { pyEquals, type PyObject } from "./pyvalue.js";
 import { boundsRejection, countsOf, summaryOf, type SummaryCounts } from "./reducer.js";
 import { historyMember, subjectMember } from "./sort-keys.js";
-import { reduceSubject } from "./subject.js";
+import { EVIDENCE_RANK, bounded, isDirectional, reduceSubject } from "./subject.js";
 
 export interface SubjectPart {
   member: string;
@@ -90,9 +90,42 @@ function sameItems(a: readonly Observation[], b: readonly Observation[]): boolea
  */
 function recheck(group: SubjectGroup, subject: PyObject, chronological?: readonly Observation[]): string | null {
   if (group.items.length < 3) return null; // two factors commute: no order effect
-  const again = reduceSubject(group.subjectId, group.level, group.digests, chronological ?? [...group.items].sort(compareOrder));
+  const inTime = chronological ?? [...group.items].sort(compareOrder);
+  if (sameProducts(group.items, inTime)) return null;
+  const again = reduceSubject(group.subjectId, group.level, group.digests, inTime);
   for (const key of RECHECK_KEYS) if (!pyEquals(subject[key], again[key])) return key;
   return null;
+}
+
+/**
+ * Whether every product the subject's estimate multiplies comes out the same
+ * in id order and in time order. Only those products depend on the order (the
+ * counts, labels, bases and review state do not), so when they agree the
+ * re-reduction agrees too and is skipped; when one differs, the full
+ * re-reduction decides (and names the field) as before. Checked: the
+ * directional confidences at each evidence tier and every (basis, label)
+ * bucket of the evidence summary — a superset of what reduceSubject combines.
+ */
+function sameProducts(byId: readonly Observation[], inTime: readonly Observation[]): boolean {
+  const x = remainders(byId);
+  const y = remainders(inTime);
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i] && bounded(1.0 - x[i]!, 0.0, 1.0) !== bounded(1.0 - y[i]!, 0.0, 1.0)) return false;
+  return true;
+}
+
+const LABEL_INDEX: Readonly<Record<string, number>> = { helpful: 0, harmful: 1, neutral: 2, unknown: 3 };
+
+/** combinedConfidence's running `remaining` of every bucket, in the items' order: 20 (basis, label) buckets, then 5 directional tiers. */
+function remainders(items: readonly Observation[]): Float64Array {
+  const r = new Float64Array(25).fill(1.0);
+  for (const o of items) {
+    const rank = EVIDENCE_RANK[o.evidence_basis];
+    const c = o.confidence;
+    const factor = 1.0 - ((c > 0.0 ? c : 0.0) < 1.0 ? (c > 0.0 ? c : 0.0) : 1.0); // as combinedConfidence clamps
+    r[rank * 4 + LABEL_INDEX[o.utility_label]!]! *= factor;
+    if (isDirectional(o.utility_label)) r[20 + rank]! *= factor;
+  }
+  return r;
 }
 
 /**
@@ -104,7 +137,7 @@ export function subjectPartOf(group: SubjectGroup, chronological?: readonly Obse
   let latest = group.items[0]!;
   if (chronological !== undefined) latest = chronological[chronological.length - 1]!;
   else for (const o of group.items) if (compareOrder(o, latest) >= 0) latest = o;
-  const { subject, proposal } = subjectOfGroup(group);
+  const { subject, proposal } = subjectOfGroup(group, latest);
   return {
     member: subjectMember(group.level, group.key, group.subjectId),
     fragment: compactSubject(subject),

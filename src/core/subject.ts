@@ -88,6 +88,8 @@ export function reduceSubject(
   level: AttributionLevel,
   digests: readonly string[],
   observations: readonly Observation[],
+  /** The latest observation in the reference's order, when the caller keeps them in time order (saves a scan). */
+  latest?: Observation,
 ): PyObject {
   const support: Record<UtilityLabel, number> = { helpful: 0, harmful: 0, neutral: 0, unknown: 0 };
   const strength: Record<EvidenceBasis, number> = {
@@ -154,7 +156,7 @@ export function reduceSubject(
       }
     }
   }
-  const [lastAt, lastId] = latestOf(observations);
+  const [lastAt, lastId] = latest === undefined ? latestOf(observations) : [latest.created_at, latest.observation_id];
   return {
     subject_id: subjectId,
     attribution_level: level,

@@ -88,3 +88,48 @@ describe("incremental identity parts equal computeParts from scratch", () => {
     expect(loaded.digest()).toBe(folded.digest());
   });
 });
+
+describe("the readback re-reduction check (time order vs id order)", () => {
+  it("names the same first differing field as a full re-reduction, on random confidences", async () => {
+    const fc = (await import("fast-check")).default;
+    const { subjectPartOf } = await import("../../src/core/packet-parts.js");
+    const { reduceSubject } = await import("../../src/core/subject.js");
+    const { compareOrder } = await import("../../src/core/ordering.js");
+    const { pyEquals } = await import("../../src/core/pyvalue.js");
+    const KEYS = ["utility_estimate", "effective_utility_label", "effective_evidence_basis", "confidence", "uncertainty", "support", "evidence_strength", "evidence_label_summary", "observation_count", "review"];
+    const base = [...simulate({ agents: 1, observationsPerAgent: 5, snapshotEvery: 1e9, duplicateRate: 0, conflictRate: 0, seed: 3 })][0]!.observation;
+    // Mostly one tier and one label, so buckets hold several factors (the other values keep the rest of the logic in play).
+    const bases = ["deterministic_effect", "deterministic_effect", "deterministic_effect", "evaluator_inference"] as const;
+    const labels = ["helpful", "helpful", "helpful", "neutral", "unknown"] as const;
+    // Known to differ: 1 - (0.95 × 0.59 × 0.74 × 0.65) rounds to 0.7304 in this order and 0.730399 reversed.
+    const known = [0.05, 0.41, 0.26, 0.35].map((c, i) => ({ ...base, observation_id: `muo_${i}`, confidence: c, evidence_basis: "deterministic_effect", utility_label: "helpful", created_at: `2026-11-01T00:00:0${9 - i}Z` })) as Observation[];
+    expect(subjectPartOf({ level: "item", key: ["d"], subjectId: "mui_x", digests: ["0000000000000001"], items: known }).recheckFailure).toBe("utility_estimate");
+    fc.assert(
+      fc.property(
+        // Two-decimal confidences (as agents write them): products in another order round differently now and then.
+        fc.array(fc.record({ c: fc.integer({ min: 0, max: 100 }).map((x) => x / 100), basis: fc.constantFrom(...bases), label: fc.constantFrom(...labels), t: fc.nat(86_399) }), { minLength: 3, maxLength: 12 }),
+        (rows) => {
+          const items = rows.map((r, i) => ({
+            ...base,
+            observation_id: `muo_${String(i).padStart(4, "0")}`,
+            confidence: r.c,
+            evidence_basis: r.basis,
+            utility_label: r.label,
+            created_at: `2026-11-01T${String(Math.floor(r.t / 3600)).padStart(2, "0")}:${String(Math.floor(r.t / 60) % 60).padStart(2, "0")}:${String(r.t % 60).padStart(2, "0")}Z`,
+          })) as Observation[];
+          const group = { level: "item" as const, key: ["d"], subjectId: "mui_x", digests: ["0000000000000001"], items };
+          const chrono = [...items].sort(compareOrder);
+          const subject = reduceSubject(group.subjectId, group.level, group.digests, items);
+          const again = reduceSubject(group.subjectId, group.level, group.digests, chrono);
+          const expected = KEYS.find((k) => !pyEquals(subject[k], again[k])) ?? null;
+          return subjectPartOf(group, chrono).recheckFailure === expected && subjectPartOf(group).recheckFailure === expected;
+        },
+      ),
+      { numRuns: 5000 },
+    );
+    // The same with another known pair of orders, among items of other tiers and labels (neutral: the field is `confidence`).
+    const mixed = [...[0.11, 0.82, 0.03, 0.25].map((c, i) => ({ c, basis: "controlled_replay", label: "neutral", t: 50 - i })), { c: 0.5, basis: "evaluator_inference", label: "helpful", t: 1 }];
+    const items = mixed.map((r, i) => ({ ...base, observation_id: `muo_${i}`, confidence: r.c, evidence_basis: r.basis, utility_label: r.label, created_at: `2026-11-01T00:00:${String(r.t).padStart(2, "0")}Z` })) as Observation[];
+    expect(subjectPartOf({ level: "item", key: ["d"], subjectId: "mui_x", digests: ["0000000000000001"], items }).recheckFailure).toBe("confidence");
+  });
+});
