@@ -183,7 +183,9 @@ describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
       ["INFO", reader.info()],
       ["INFO keyspace", reader.info("keyspace")],
     ];
-    for (const [what, attempt] of writes) expect(await denial(attempt), what).toMatch(/^NOPERM /);
+    // Every attempt gets its handler at once (a refusal that lands while an earlier one is awaited is not unhandled).
+    const writeDenials = writes.map(([what, attempt]) => [what, denial(attempt)] as const);
+    for (const [what, refused] of writeDenials) expect(await refused, what).toMatch(/^NOPERM /);
 
     // The fold user cannot leave its prefix, nor run commands mufold does not use.
     const writer = connectRedis(fold.redisUrl);
@@ -208,7 +210,8 @@ describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
       ["EVAL of a spin loop", writer.call("EVAL", "while true do end", "0")],
       ["SCRIPT LOAD", writer.call("SCRIPT", "LOAD", "while true do end")],
     ];
-    for (const [what, attempt] of escapes) expect(await denial(attempt), what).toMatch(/^NOPERM /);
+    const escapeDenials = escapes.map(([what, attempt]) => [what, denial(attempt)] as const);
+    for (const [what, refused] of escapeDenials) expect(await refused, what).toMatch(/^NOPERM /);
     expect(await admin.exists(...outside, `not-${base.prefix}:x`)).toBe(0);
     expect(((await admin.call("FUNCTION", "LIST", "LIBRARYNAME", "spin")) as unknown[]).length).toBe(0);
 
