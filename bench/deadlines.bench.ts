@@ -6,7 +6,8 @@
  *   - a replay interrupted (SIGINT) inside its promote pause, until it exits;
  *   - a replay SIGKILLed inside its pause, until the folds commit again (the lease);
  *   - a replay meeting an undecodable batch, until it fails;
- *   - a fold whose Redis stays down past the outage tolerance (3 s here), until it gives up.
+ *   - a fold whose Redis stays down past the outage tolerance (3 s here), until it gives up;
+ *   - the HTTP server's close() with an idle keep-alive connection open (a check that hangs), until it resolves.
  * Prints a markdown table.
  *
  *   npm run build && npx tsx bench/deadlines.bench.ts [--lease-seconds 4]
@@ -18,6 +19,9 @@ import { createServer, type Server } from "node:net";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import { FoldWorker } from "../consumers/fold-worker.js";
+import { Readiness } from "../src/http/readiness.js";
+import { startHttpServer } from "../src/http/server.js";
+import { ProjectionReader } from "../src/readback.js";
 import { runReplay } from "../consumers/replay.js";
 import { ensureSetup } from "../src/adapters/redis/functions.js";
 import { PrivateRedis } from "../test/support/private-redis.js";
@@ -160,9 +164,24 @@ async function outageTolerance(): Promise<void> {
   await redis.remove();
 }
 
+async function httpClose(): Promise<void> {
+  const redis = new Redis(testSettings().redisUrl);
+  const server = await startHttpServer({
+    reader: new ProjectionReader(redis, testSettings().prefix),
+    readiness: new Readiness({ slow: () => new Promise(() => undefined) }, 200),
+    port: 0,
+  });
+  await (await fetch(`http://127.0.0.1:${server.port}/readyz`)).text(); // leaves an idle keep-alive connection
+  const started = Date.now();
+  await server.close();
+  rows.push(["HTTP server close() with an idle keep-alive connection", `${Date.now() - started} ms`, "Node's keep-alive timeout 5 s"]);
+  await redis.quit();
+}
+
 await unreachable();
 await replays();
 await outageTolerance();
+await httpClose();
 console.log("| case | took | deadline / lease |\n|---|---|---|");
 for (const [what, took, bound] of rows) console.log(`| ${what} | ${took} | ${bound} |`);
 process.exit(0);

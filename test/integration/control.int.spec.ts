@@ -9,6 +9,7 @@ import { GenerationMovedError, PauseLostError, PromoteBehindError, StateLostErro
 import { loadFunctions } from "../../src/adapters/redis/functions.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
 import { testSettings } from "../support/pipeline.js";
+import { waitFor } from "../support/wait.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -71,9 +72,7 @@ describe("control functions", () => {
     expect((await store.control()).paused).toBe(true);
     // The lease runs out by itself (Redis time): the pause no longer holds, the promote refuses, and the
     // lapsed lease cannot be renewed (the folds may have resumed meanwhile).
-    const deadline = Date.now() + 5_000;
-    while ((await store.control()).paused && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect((await store.control()).paused).toBe(false);
+    await waitFor("the pause lease ran out", async () => ((await store.control()).paused ? undefined : true), 5_000);
     await expect(store.promote(shadow, "mine", epoch, live)).rejects.toBeInstanceOf(PauseLostError);
     await expect(store.pause(epoch, 10_000)).rejects.toBeInstanceOf(PauseLostError);
     expect((await store.control()).generation).toBe(live);
@@ -130,11 +129,10 @@ describe("control functions", () => {
     const kept = await store.allocateGeneration("v0", "alive", 300);
     const dead = await store.allocateGeneration("v0", "killed", 300);
     expect(await store.buildingGenerations()).toEqual(new Set([kept, dead]));
-    const deadline = Date.now() + 5_000;
-    while ((await store.buildingGenerations()).has(dead) && Date.now() < deadline) {
+    await waitFor("the killed build's lease ran out while the live one was renewed", async () => {
       await store.renewBuild(kept, "alive", 300);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+      return (await store.buildingGenerations()).has(dead) ? undefined : true;
+    }, 5_000);
     expect(await store.buildingGenerations()).toEqual(new Set([kept]));
     await expect(store.renewBuild(kept, "not-the-token", 300)).rejects.toBeInstanceOf(GenerationMovedError);
   });

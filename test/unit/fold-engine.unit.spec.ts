@@ -5,19 +5,18 @@
  */
 import { describe, expect, it } from "vitest";
 import { routeRecords } from "../../consumers/batch-router.js";
-import type { SourceRecord } from "../../consumers/dlq.js";
 import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../consumers/identity-applier.js";
 import { simulate, type SimulatedDelivery } from "../../producers/simulation.js";
 import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";
-import { canonicalJson, observationToPy, type Observation } from "../../src/core/index.js";
+import { canonicalJson, type Observation } from "../../src/core/index.js";
 import { StateLostError } from "../../src/fold/identity-store.js";
-import { OBSERVATION_SCHEMA_HEADER } from "../../src/fold/record-decision.js";
-import { scopeKey } from "../../src/fold/scope-key.js";
 import { reducerPackets } from "../support/identity-store-contract.js";
 import { contentDigest, elementsOfParts } from "../support/content-digest.js";
 import { contextOfObservation } from "../../src/core/identity.js";
 import { emptyIdentityState, foldDelivery } from "../../src/core/identity-state.js";
 import { computeParts } from "../../src/core/packet-parts.js";
+
+import { sourceRecord } from "../support/source-record.js";
 
 const G = 1;
 const DECISION = { reducerVersion: "memory_utility_reducer_v0", maxValueBytes: 65_536 };
@@ -27,16 +26,7 @@ function oneIdentity(observations: number, options: { duplicateRate?: number; co
   return [...simulate({ agents: 1, observationsPerAgent: observations, snapshotEvery: 100_000, duplicateRate: 0.1, conflictRate: 0.05, seed: 3, ...options })];
 }
 
-function record(observation: Observation, partition: number, offset: number): SourceRecord {
-  return {
-    topic: "t",
-    partition,
-    offset: String(offset),
-    key: Buffer.from(scopeKey(observation.scope)),
-    value: Buffer.from(canonicalJson(observationToPy(observation))),
-    headers: { schema: OBSERVATION_SCHEMA_HEADER },
-  };
-}
+const record = sourceRecord;
 
 /** Observations `from..to` (inclusive) of a list, delivered at their index as offset, decided and routed. */
 function delivered(all: readonly SimulatedDelivery[], from: number, to: number, partition = 0): IdentityBatch[] {

@@ -10,24 +10,15 @@ import type { SourceRecord } from "../../consumers/dlq.js";
 import { IdentityApplier, type ApplyStats } from "../../consumers/identity-applier.js";
 import { simulate } from "../../producers/simulation.js";
 import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";
-import { canonicalJson, observationToPy, type Observation } from "../../src/core/index.js";
-import { OBSERVATION_SCHEMA_HEADER } from "../../src/fold/record-decision.js";
-import { scopeKey } from "../../src/fold/scope-key.js";
+import type { Observation } from "../../src/core/index.js";
 import { expectedPackets } from "../support/oracle.js";
+
+import { sourceRecord } from "../support/source-record.js";
 
 const G = 7;
 const DECISION = { reducerVersion: "memory_utility_reducer_v0", maxValueBytes: 65_536 };
 
-function record(observation: Observation, partition: number, offset: number): SourceRecord {
-  return {
-    topic: "t",
-    partition,
-    offset: String(offset),
-    key: Buffer.from(scopeKey(observation.scope)),
-    value: Buffer.from(canonicalJson(observationToPy(observation))),
-    headers: { schema: OBSERVATION_SCHEMA_HEADER },
-  };
-}
+const record = sourceRecord;
 
 /** One identity's observations, alternately on partitions 0 and 1 (offsets counted per partition). */
 function straddlingLog(n: number): { observations: Observation[]; partitions: [SourceRecord[], SourceRecord[]] } {
