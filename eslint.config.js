@@ -1,21 +1,57 @@
-// Lint: TypeScript recommended rules, plus the one rule the architecture rests on:
-// pure code imports no IO — no Kafka, Redis, filesystem, network or process. Pure are the
-// core (src/core), the fold engine (src/fold: planning, deltas, the IdentityStore port) and
-// the in-memory store that the unit tier runs the engine on (src/adapters/memory).
+// Lint: TypeScript recommended rules, plus the rules the architecture rests on.
+//
+// Layers (imports point down this list, never up; see docs/architecture.md "Layout"):
+//   src/core            the pure contract: imports nothing outside src/core
+//   src/fold            the pure fold engine and its ports: core, errors
+//   src/config          settings: core, errors (pure but for reading the environment it is handed)
+//   src/observability   log, metrics
+//   src/adapters        kafka, redis, memory: the above, never consumers/producers/cli/http/client
+//   src/client, src/http   the public read/produce API and the HTTP surface: the above
+//   consumers, producers   the applications: anything in src but src/cli
+//   src/cli             the entry: everything
+// Pure code (core, fold, the memory adapter) imports no IO at all. No import cycles anywhere.
 import tseslint from "typescript-eslint";
+import importX from "eslint-plugin-import-x";
+import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
 
 const IO_MODULES = [
-  "kafkajs", "ioredis", "@mongodb-js/zstd", "fs", "node:fs", "fs/promises", "node:fs/promises", "net", "node:net",
+  "kafkajs", "ioredis", "@mongodb-js/zstd", "lz4js", "snappyjs", "pino", "prom-client",
+  "fs", "node:fs", "fs/promises", "node:fs/promises", "net", "node:net",
   "http", "node:http", "https", "node:https", "child_process", "node:child_process", "dgram", "node:dgram",
   "tls", "node:tls", "worker_threads", "node:worker_threads", "readline", "node:readline",
 ];
 
 const PURE_FILES = ["src/core/**/*.ts", "src/fold/**/*.ts", "src/adapters/memory/**/*.ts"];
 
+/** Import patterns (relative, any depth) that name a folder. */
+const folder = (...names) => names.flatMap((n) => [`**/${n}/*`, `**/${n}/**`, `**/${n}`]);
+
+const layer = (files, forbidden, why, extraPaths = []) => ({
+  files,
+  rules: {
+    "no-restricted-imports": [
+      "error",
+      {
+        paths: extraPaths,
+        patterns: [{ group: forbidden, message: why }],
+      },
+    ],
+  },
+});
+
+const ioPaths = IO_MODULES.map((name) => ({ name, message: "pure code (src/core, src/fold, src/adapters/memory): keep IO in an IO adapter." }));
+
 export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", ".cache/**", "coverage/**"] },
   ...tseslint.configs.recommended,
   {
+    plugins: { "import-x": importX },
+    settings: {
+      // import-x parses every imported file to follow the graph: it needs the TypeScript parser for .ts.
+      ...importX.flatConfigs.typescript.settings,
+      "import-x/resolver": undefined,
+      "import-x/resolver-next": [createTypeScriptImportResolver({ project: "tsconfig.json" })],
+    },
     rules: {
       "@typescript-eslint/no-non-null-assertion": "off",
       "@typescript-eslint/no-explicit-any": "off",
@@ -23,17 +59,29 @@ export default tseslint.config(
     },
   },
   {
-    files: PURE_FILES,
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          paths: IO_MODULES.map((name) => ({ name, message: "pure code (src/core, src/fold, src/adapters/memory): keep IO in an IO adapter." })),
-          // Nor the IO adapters themselves: the engine reaches a store only through its port.
-          patterns: [{ group: ["**/adapters/redis/*", "**/adapters/kafka/*", "../redis/*", "../kafka/*"], message: "pure code depends on ports (src/fold/identity-store.ts), not on IO adapters." }],
-        },
-      ],
-      "no-restricted-globals": ["error", { name: "process", message: "pure code (src/core, src/fold, src/adapters/memory): no process access." }],
-    },
+    files: ["src/**/*.ts", "consumers/**/*.ts", "producers/**/*.ts"],
+    rules: { "import-x/no-cycle": ["error", { ignoreExternal: true }] },
   },
+  layer(["src/core/**/*.ts"], ["../*", "!../core/*"].concat(["../../*"]), "src/core is the pure contract: it imports nothing outside src/core.", ioPaths),
+  layer(
+    ["src/fold/**/*.ts"],
+    folder("adapters", "config", "observability", "client", "http", "cli", "consumers", "producers"),
+    "src/fold is the pure engine: it imports src/core, src/errors and its own ports only.",
+    ioPaths,
+  ),
+  layer(
+    ["src/adapters/memory/**/*.ts"],
+    folder("redis", "kafka", "config", "observability", "client", "http", "cli", "consumers", "producers"),
+    "the in-memory store is pure: it implements the port in src/fold/identity-store.ts.",
+    ioPaths,
+  ),
+  {
+    files: PURE_FILES,
+    rules: { "no-restricted-globals": ["error", { name: "process", message: "pure code (src/core, src/fold, src/adapters/memory): no process access." }] },
+  },
+  layer(["src/config/**/*.ts"], folder("adapters", "observability", "client", "http", "cli", "consumers", "producers", "fold"), "src/config is read by everyone and reads nobody's modules but core and errors."),
+  layer(["src/observability/**/*.ts"], folder("adapters", "client", "http", "cli", "consumers", "producers", "fold"), "src/observability (log, metrics) sits below the adapters."),
+  layer(["src/adapters/kafka/**/*.ts", "src/adapters/redis/**/*.ts"], folder("client", "http", "cli", "consumers", "producers"), "adapters never import the applications, the CLI, HTTP or the client API."),
+  layer(["src/client/**/*.ts", "src/http/**/*.ts"], folder("cli", "consumers", "producers"), "the client API and HTTP stand on the library, not on the applications or the CLI."),
+  layer(["consumers/**/*.ts", "producers/**/*.ts"], folder("cli"), "the applications do not import the CLI (the CLI imports them)."),
 );

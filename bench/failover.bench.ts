@@ -15,7 +15,7 @@ import { performance } from "node:perf_hooks";
 import kafkajs from "kafkajs";
 import type { Admin } from "kafkajs";
 import { createKafka } from "../src/adapters/kafka/client.js";
-import type { Settings } from "../src/config.js";
+import type { Settings } from "../src/config/settings.js";
 import { observationMessage } from "../producers/observation-message.js";
 import { produce } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";

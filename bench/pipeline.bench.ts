@@ -30,7 +30,7 @@ import { ReliableProducer, type OutMessage } from "../src/adapters/kafka/produce
 import { ensureTopics } from "../src/adapters/kafka/topics.js";
 import { ensureSetup } from "../src/adapters/redis/functions.js";
 import { RedisStore } from "../src/adapters/redis/store.js";
-import type { Settings } from "../src/config.js";
+import type { Settings } from "../src/config/settings.js";
 import { indexKey } from "../src/fold/keys.js";
 import { FoldWorker } from "../consumers/fold-worker.js";
 import { runReplay } from "../consumers/replay.js";

@@ -23,7 +23,7 @@ import type { OutMessage, ReliableProducer } from "../src/adapters/kafka/produce
 import type { RedisStore } from "../src/adapters/redis/store.js";
 import { canonicalJson } from "../src/core/canonical-json.js";
 import { MufoldError } from "../src/errors.js";
-import type { FeedChange, ProposalChange } from "./identity-applier.js";
+import type { FeedChange, ProposalChange } from "../src/fold/identity-applier.js";
 
 export interface ChangeFeedSettings {
   /** MUFOLD_CHANGE_FEED: digests, the stream and proposals (default on). */

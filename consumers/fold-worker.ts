@@ -14,14 +14,15 @@ import { GenerationMovedError, PauseLostError, StateLostError } from "../src/ada
 import { assertFunctionsLoaded } from "../src/adapters/redis/functions.js";
 import { checkRedisServer } from "../src/adapters/redis/server-checks.js";
 import { RedisStore } from "../src/adapters/redis/store.js";
-import type { Settings } from "../src/config.js";
+import type { Settings } from "../src/config/settings.js";
 import { MufoldError } from "../src/errors.js";
-import type { Logger } from "../src/log.js";
-import type { FoldMetrics } from "../src/metrics.js";
-import { routeRecords } from "./batch-router.js";
+import type { Logger } from "../src/observability/log.js";
+import type { FoldMetrics } from "../src/observability/metrics.js";
+import { routeRecords } from "../src/fold/batch-router.js";
 import { ChangeFeed, changeFeedSettings } from "./change-feed.js";
-import { dlqLimits, dlqMessage, dlqSendGroups, dlqTopic, type SourceRecord } from "./dlq.js";
-import { IdentityApplier } from "./identity-applier.js";
+import { dlqMessage, dlqSendGroups, dlqTopic, type SourceRecord } from "../src/fold/dead-letter.js";
+import { dlqLimits } from "../src/adapters/kafka/topic-limits.js";
+import { IdentityApplier } from "../src/fold/identity-applier.js";
 import { OutageClock } from "./outage.js";
 import { PartitionGuard } from "./partition-guard.js";
 

@@ -11,15 +11,16 @@
  * origin (the record at offset 0) against the build token. Dead letters are
  * counted, never produced: the live fold produced them already.
  */
+import { changeFeedSettings } from "./change-feed.js";
 import type { Kafka } from "kafkajs";
 import type { BatchContext } from "../src/adapters/kafka/consumer.js";
 import type { RedisClient } from "../src/adapters/redis/connect.js";
 import { RedisStore } from "../src/adapters/redis/store.js";
-import type { Settings } from "../src/config.js";
-import type { Logger } from "../src/log.js";
-import { routeRecords } from "./batch-router.js";
-import type { SourceRecord } from "./dlq.js";
-import { IdentityApplier, type IdentityBatch } from "./identity-applier.js";
+import type { Settings } from "../src/config/settings.js";
+import type { Logger } from "../src/observability/log.js";
+import { routeRecords } from "../src/fold/batch-router.js";
+import type { SourceRecord } from "../src/fold/dead-letter.js";
+import { IdentityApplier, type IdentityBatch } from "../src/fold/identity-applier.js";
 import { LogReader, type ChunkBuilder } from "./log-reader.js";
 import { PartitionGuard } from "./partition-guard.js";
 import { connectBuildRedis } from "./replay-redis.js";
@@ -67,7 +68,7 @@ export class ShadowBuild implements ChunkBuilder {
     readonly generation: number,
     buildToken: string,
   ) {
-    this.applier = new IdentityApplier(store, settings.cacheSize, { fresh: true });
+    this.applier = new IdentityApplier(store, settings.cacheSize, { fresh: true, feed: changeFeedSettings().enabled });
     this.guard = new PartitionGuard(store, buildToken);
   }
 

@@ -7,7 +7,7 @@
  */
 import { Cluster, Redis } from "ioredis";
 import { assertFcallRouting, redisClientPlan, redisClientSettings, type RedisClient } from "../src/adapters/redis/connect.js";
-import type { Settings } from "../src/config.js";
+import type { Settings } from "../src/config/settings.js";
 
 export function connectBuildRedis(settings: Settings): RedisClient {
   const plan = redisClientPlan(redisClientSettings(settings));

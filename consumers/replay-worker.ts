@@ -13,7 +13,7 @@
  */
 import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
 import { MufoldError } from "../src/errors.js";
-import type { Logger } from "../src/log.js";
+import type { Logger } from "../src/observability/log.js";
 import { LocalShadow } from "./replay-build.js";
 import { settingsFromWire, type FromWorker, type ToWorker, type WorkerJob } from "./replay-protocol.js";
 

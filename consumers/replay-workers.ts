@@ -12,10 +12,10 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import type { Settings } from "../src/config.js";
-import { WORKER_NODE_FLAGS } from "../src/fold-process.js";
+import type { Settings } from "../src/config/settings.js";
+import { WORKER_NODE_FLAGS } from "./fold-process.js";
 import { MufoldError } from "../src/errors.js";
-import type { Logger } from "../src/log.js";
+import type { Logger } from "../src/observability/log.js";
 import { describeProgress, targetsReached } from "./log-reader.js";
 import { addStats, emptyStats, type BuildStats, type ShadowReader } from "./replay-build.js";
 import { settingsToWire, type FromWorker, type ToWorker } from "./replay-protocol.js";

@@ -27,9 +27,9 @@ import { assertInfiniteRetention, groupOffsets, partitionOffsets } from "../src/
 import { connectRedis, redisClientSettings } from "../src/adapters/redis/connect.js";
 import { assertFunctionsLoaded } from "../src/adapters/redis/functions.js";
 import { RedisStore } from "../src/adapters/redis/store.js";
-import type { Settings } from "../src/config.js";
+import type { Settings } from "../src/config/settings.js";
 import { MufoldError } from "../src/errors.js";
-import type { Logger } from "../src/log.js";
+import type { Logger } from "../src/observability/log.js";
 import { PromoteBehindError } from "../src/adapters/redis/errors.js";
 import { FleetPause } from "./fleet-pause.js";
 import { partitionField } from "./partition-guard.js";

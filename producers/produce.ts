@@ -7,8 +7,8 @@ import { ObservationValidationError, PyJsonDecodeError, parsePyJson, validateObs
 import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
 import { ReliableProducer, type OutMessage } from "../src/adapters/kafka/producer.js";
 import { ensureTopics, topicSpec } from "../src/adapters/kafka/topics.js";
-import type { Settings } from "../src/config.js";
-import { dlqTopic } from "../consumers/dlq.js";
+import type { Settings } from "../src/config/settings.js";
+import { dlqTopic } from "../src/fold/dead-letter.js";
 import { observationMessage } from "./observation-message.js";
 
 export interface ProduceReport {

@@ -12,7 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 [ -d node_modules ] || npm ci --no-audit --no-fund
 npm run build >/dev/null
 bash scripts/setup-reference.sh >/dev/null
-services="$(node scripts/locate-services.mjs)"
+services="$(npx tsx test/support/services/locate.mts)"
 eval "$services"
 export KAFKA_BROKERS REDIS_URL
 echo "tests: KAFKA_BROKERS=$KAFKA_BROKERS REDIS_URL=$REDIS_URL" >&2

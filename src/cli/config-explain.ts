@@ -24,9 +24,9 @@
 import { canonicalJson } from "../core/canonical-json.js";
 import { sha256Hex } from "../core/digest.js";
 import type { PyObject, PyValue } from "../core/pyvalue.js";
-import { SETTINGS, redisUrlParts, resolveSettingsWithSources, type ResolvedSettings, type SettingName, type SettingSource } from "../config.js";
-import { redactRedisUrl } from "../adapters/redis/connect.js";
-import { logLevelFromEnv } from "../log.js";
+import { SETTINGS, redisUrlParts, resolveSettingsWithSources, type ResolvedSettings, type SettingName, type SettingSource } from "../config/settings.js";
+import { redactRedisUrl } from "../config/redis-url.js";
+import { logLevelFromEnv } from "../observability/log.js";
 import { commandFlags } from "./command.js";
 import { writeOut } from "./io.js";
 import { CONFIG_EXPLAIN } from "./specs.js";

@@ -6,10 +6,10 @@
  */
 import { connectRedis, redisClientSettings } from "../adapters/redis/connect.js";
 import { ensureSetup } from "../adapters/redis/functions.js";
-import { resolveSettings, type Settings } from "../config.js";
-import { spawnFoldWorker, waitForGroup } from "../fold-process.js";
-import { createLogger } from "../log.js";
-import { ProjectionReader } from "../readback.js";
+import { resolveSettings, type Settings } from "../config/settings.js";
+import { spawnFoldWorker, waitForGroup } from "../../consumers/fold-process.js";
+import { createLogger } from "../observability/log.js";
+import { ProjectionReader } from "../client/readback.js";
 import { runReplay } from "../../consumers/replay.js";
 import { runSimulation } from "./stream-commands.js";
 import { progressBar } from "./progress.js";

@@ -9,7 +9,7 @@
 import { KafkaUnavailableError } from "../adapters/kafka/client.js";
 import { RedisUnavailableError } from "../adapters/redis/connect.js";
 import { MufoldError } from "../errors.js";
-import { fatalLine } from "../log.js";
+import { fatalLine } from "../observability/log.js";
 import { UsageError } from "./args.js";
 import { ClosedPipeError, EXIT_CLOSED_PIPE } from "./io.js";
 

@@ -1,9 +1,9 @@
 /** `mufold fold`: join the group and fold until a signal, optionally serving HTTP from the same process. */
-import { resolveSettings } from "../config.js";
-import { createLogger } from "../log.js";
+import { resolveSettings } from "../config/settings.js";
+import { createLogger } from "../observability/log.js";
 import { connectRedis, redisClientSettings } from "../adapters/redis/connect.js";
-import { ProjectionReader } from "../readback.js";
-import { createFoldMetrics } from "../metrics.js";
+import { ProjectionReader } from "../client/readback.js";
+import { createFoldMetrics } from "../observability/metrics.js";
 import { Readiness } from "../http/readiness.js";
 import { startHttpServer } from "../http/server.js";
 import { FoldWorker } from "../../consumers/fold-worker.js";

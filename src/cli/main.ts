@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { logLevelFromEnv } from "../log.js";
+import { logLevelFromEnv } from "../observability/log.js";
 import { UsageError } from "./args.js";
 import { configExplainCommand } from "./config-explain.js";
 import { demoCommand } from "./demo.js";

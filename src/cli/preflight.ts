@@ -5,7 +5,7 @@
  */
 import { connectKafkaAdmin, kafkaClientSettings } from "../adapters/kafka/client.js";
 import { openRedis, redisClientSettings } from "../adapters/redis/connect.js";
-import type { Settings } from "../config.js";
+import type { Settings } from "../config/settings.js";
 import { MufoldError } from "../errors.js";
 
 export interface Needs {

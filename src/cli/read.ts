@@ -1,9 +1,9 @@
 /** `mufold read`: one packet by identity or by scope, or the list of identities. */
 import { ContractError, parsePyJson, validateProjection } from "../core/index.js";
-import { resolveSettings } from "../config.js";
+import { resolveSettings } from "../config/settings.js";
 import { openRedis, readerClientSettings } from "../adapters/redis/connect.js";
 import { IDENTITY_RE } from "../http/server.js";
-import { ProjectionReader, identityOf } from "../readback.js";
+import { ProjectionReader, identityOf } from "../client/readback.js";
 import { canonicalJson } from "../core/canonical-json.js";
 import { UsageError, type FlagValues } from "./args.js";
 import { commandFlags, stringFlag } from "./command.js";

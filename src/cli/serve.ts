@@ -6,12 +6,13 @@
  * credentials. Runs until SIGTERM/SIGINT, then stops accepting, lets
  * in-flight requests finish and closes Redis.
  */
-import { resolveSettings } from "../config.js";
+import { resolveSettings } from "../config/settings.js";
 import { MufoldError } from "../errors.js";
-import { createLogger } from "../log.js";
-import { createRegistry } from "../metrics.js";
-import { RedisAuthError, connectRedis, isAuthFailure, redactRedisUrl, readerClientSettings, type RedisClient } from "../adapters/redis/connect.js";
-import { ProjectionReader } from "../readback.js";
+import { createLogger } from "../observability/log.js";
+import { createRegistry } from "../observability/metrics.js";
+import { RedisAuthError, connectRedis, isAuthFailure, readerClientSettings, type RedisClient } from "../adapters/redis/connect.js";
+import { redactRedisUrl } from "../config/redis-url.js";
+import { ProjectionReader } from "../client/readback.js";
 import { Readiness } from "../http/readiness.js";
 import { startHttpServer } from "../http/server.js";
 import { commandFlags } from "./command.js";

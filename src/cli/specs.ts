@@ -1,6 +1,6 @@
 /** Every command's flags and `--help` text, in one place (README.md "Commands" mirrors them). */
-import { SETTINGS, settingFlags } from "../config.js";
-import { LOG_LEVELS } from "../log.js";
+import { SETTINGS, settingFlags } from "../config/settings.js";
+import { LOG_LEVELS } from "../observability/log.js";
 import type { CommandSpec, FlagSpec } from "./args.js";
 
 const str: FlagSpec = { type: "string" };

@@ -1,7 +1,7 @@
 /** The streaming commands: produce, simulate, replay (fold and read have their own modules). */
 import { canonicalJson, PyJsonDecodeError } from "../core/index.js";
-import { resolveSettings, type Settings } from "../config.js";
-import { createLogger } from "../log.js";
+import { resolveSettings, type Settings } from "../config/settings.js";
+import { createLogger } from "../observability/log.js";
 import { DEFAULT_CHUNK_BYTES, runReplay } from "../../consumers/replay.js";
 import { runReplayWorker } from "../../consumers/replay-worker.js";
 import { openSender, prepareMessages, produce } from "../../producers/produce.js";

@@ -6,7 +6,7 @@
  */
 import { floatJson, quote } from "./canonical-json.js";
 import { compactKey as k, compactString } from "./compact-json.js";
-import type { Observation } from "./observation.js";
+import type { Observation } from "./observation-model.js";
 
 function list(xs: readonly string[]): string {
   let out = "[";

@@ -20,8 +20,8 @@ import { Counter, Histogram, type Registry } from "prom-client";
 import { canonicalJson, isPyObject, parsePyJson, ContractError, DEFAULT_REDUCER_VERSION, type PyObject } from "../core/index.js";
 import { OPAQUE_REF_RE } from "../core/fields.js";
 import { MufoldError } from "../errors.js";
-import type { Logger } from "../log.js";
-import { identityOf, type ProjectionReader } from "../readback.js";
+import type { Logger } from "../observability/log.js";
+import { identityOf, type ProjectionReader } from "../client/readback.js";
 import { etagOf, ifNoneMatchHits } from "./etag.js";
 import { Readiness, type CheckResult, type ReadinessCheck } from "./readiness.js";
 

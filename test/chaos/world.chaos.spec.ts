@@ -8,7 +8,7 @@
  * works on its own Redis database (FLUSHDB touches nothing else).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dlqTopic } from "../../consumers/dlq.js";
+import { dlqTopic } from "../../src/fold/dead-letter.js";
 import { deleteTopics, ensureForeignClients, type ForeignClients } from "../support/foreign/foreign.js";
 import { dropPrefix, testSettings } from "../support/pipeline.js";
 import { NEAR_LIMIT_BYTES, runWorld } from "./world.js";

@@ -10,13 +10,13 @@
  * the generator produced as valid observations.
  */
 import { pausedMember } from "../support/group-members.js";
-import { settingsEnv } from "../../src/fold-process.js";
+import { settingsEnv } from "../../consumers/fold-process.js";
 import { randomBytes } from "node:crypto";
 import { spawn, type ChildProcess } from "node:child_process";
 import kafkajs from "kafkajs";
 import type { Admin, IHeaders } from "kafkajs";
 import { Redis } from "ioredis";
-import { DLQ_HEADERS, dlqTopic } from "../../consumers/dlq.js";
+import { DLQ_HEADERS, dlqTopic } from "../../src/fold/dead-letter.js";
 import { runReplay, type ReplaySummary } from "../../consumers/replay.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { openSender } from "../../producers/produce.js";
@@ -24,7 +24,7 @@ import { simulate } from "../../producers/simulation.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { groupOffsets, partitionOffsets } from "../../src/adapters/kafka/topics.js";
 import { ensureSetup } from "../../src/adapters/redis/functions.js";
-import type { Settings } from "../../src/config.js";
+import type { Settings } from "../../src/config/settings.js";
 import type { Observation } from "../../src/core/index.js";
 import { confluentBatches } from "../support/foreign/batches.js";
 import type { ForeignClients } from "../support/foreign/foreign.js";

@@ -20,9 +20,9 @@ import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { RedisAuthError, connectRedis, openRedis, readerClientSettings, redisClientSettings, type RedisClient } from "../../src/adapters/redis/connect.js";
 import { APPLY_FUNCTION, ensureSetup, librarySource } from "../../src/adapters/redis/functions.js";
-import { resolveSettings, type Settings } from "../../src/config.js";
+import { resolveSettings, type Settings } from "../../src/config/settings.js";
 import { controlKey, identityKeys, indexKey } from "../../src/fold/keys.js";
-import { ProjectionReader } from "../../src/readback.js";
+import { ProjectionReader } from "../../src/client/readback.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, testSettings, waitCaughtUp } from "../support/pipeline.js";
 
 const ROLES_FILE = new URL("../../infra/redis-acl/roles.acl", import.meta.url);

@@ -13,17 +13,17 @@
  */
 import { until } from "../support/wait.js";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { dlqTopic } from "../../consumers/dlq.js";
+import { dlqTopic } from "../../src/fold/dead-letter.js";
 import { FoldWorker } from "../../consumers/fold-worker.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { simulate } from "../../producers/simulation.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { ReliableProducer } from "../../src/adapters/kafka/producer.js";
 import { groupOffsets, partitionOffsets } from "../../src/adapters/kafka/topics.js";
-import type { Settings } from "../../src/config.js";
+import type { Settings } from "../../src/config/settings.js";
 import type { Observation } from "../../src/core/index.js";
-import type { Logger } from "../../src/log.js";
-import { createFoldMetrics } from "../../src/metrics.js";
+import type { Logger } from "../../src/observability/log.js";
+import { createFoldMetrics } from "../../src/observability/metrics.js";
 import { confluentBatches } from "../support/foreign/batches.js";
 import { createTopics, deleteTopics, ensureForeignClients, run, type ForeignClients } from "../support/foreign/foreign.js";
 import { batchHeaders, produceRawBatch } from "../support/kafka-raw.js";

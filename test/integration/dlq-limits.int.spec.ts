@@ -12,12 +12,12 @@ import type { IHeaders } from "kafkajs";
 import { afterEach, describe, expect, it } from "vitest";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { LOG_CONFIG } from "../../src/adapters/kafka/topics.js";
-import { DLQ_HEADERS, dlqTopic } from "../../consumers/dlq.js";
+import { DLQ_HEADERS, dlqTopic } from "../../src/fold/dead-letter.js";
 import { FoldWorker } from "../../consumers/fold-worker.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
-import type { Settings } from "../../src/config.js";
+import type { Settings } from "../../src/config/settings.js";
 import type { Observation } from "../../src/core/index.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, testSettings, waitCaughtUp } from "../support/pipeline.js";
 

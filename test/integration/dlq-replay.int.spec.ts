@@ -3,12 +3,12 @@ import { Redis } from "ioredis";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { FoldWorker } from "../../consumers/fold-worker.js";
 import { runReplay } from "../../consumers/replay.js";
-import { DLQ_HEADERS, dlqTopic } from "../../consumers/dlq.js";
+import { DLQ_HEADERS, dlqTopic } from "../../src/fold/dead-letter.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { canonicalJson, observationToPy, type Observation } from "../../src/core/index.js";
-import type { Settings } from "../../src/config.js";
+import type { Settings } from "../../src/config/settings.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, testSettings, waitCaughtUp } from "../support/pipeline.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];

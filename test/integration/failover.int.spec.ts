@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import kafkajs from "kafkajs";
 import type { Admin } from "kafkajs";
 import { createKafka } from "../../src/adapters/kafka/client.js";
-import type { Settings } from "../../src/config.js";
+import type { Settings } from "../../src/config/settings.js";
 import type { Observation } from "../../src/core/index.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";

@@ -12,7 +12,7 @@ import { openSender, produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { observationFingerprint, type Observation } from "../../src/core/index.js";
-import type { Settings } from "../../src/config.js";
+import type { Settings } from "../../src/config/settings.js";
 
 const { AssignerProtocol } = kafkajs;
 const cleanups: (() => Promise<unknown>)[] = [];

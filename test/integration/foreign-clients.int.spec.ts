@@ -12,11 +12,11 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { FoldWorker } from "../../consumers/fold-worker.js";
-import { dlqTopic } from "../../consumers/dlq.js";
+import { dlqTopic } from "../../src/fold/dead-letter.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
-import type { Settings } from "../../src/config.js";
+import type { Settings } from "../../src/config/settings.js";
 import type { Observation } from "../../src/core/index.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import {

@@ -14,9 +14,9 @@ import { etagOf, ifNoneMatchHits } from "../../src/http/etag.js";
 import { Readiness } from "../../src/http/readiness.js";
 import { startHttpServer, type HttpServerHandle } from "../../src/http/server.js";
 import { redisReadiness } from "../../src/cli/serve.js";
-import { createFoldMetrics, type FoldMetrics } from "../../src/metrics.js";
-import { ProjectionReader } from "../../src/readback.js";
-import type { Settings } from "../../src/config.js";
+import { createFoldMetrics, type FoldMetrics } from "../../src/observability/metrics.js";
+import { ProjectionReader } from "../../src/client/readback.js";
+import type { Settings } from "../../src/config/settings.js";
 import { dropPrefix, expectedPackets, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
 
 const FOLD_METRICS = [

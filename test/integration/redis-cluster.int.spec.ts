@@ -12,13 +12,14 @@ import { runReplay } from "../../consumers/replay.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
-import { connectRedis, isCluster, masterNodes, parseClusterUrl } from "../../src/adapters/redis/connect.js";
+import { connectRedis, isCluster, masterNodes} from "../../src/adapters/redis/connect.js";
+import { parseClusterUrl } from "../../src/config/redis-url.js";
 import { FunctionsMissingError } from "../../src/adapters/redis/errors.js";
 import { LIBRARY_NAME, ensureSetup, loadFunctions } from "../../src/adapters/redis/functions.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
-import { resolveSettings } from "../../src/config.js";
+import { resolveSettings } from "../../src/config/settings.js";
 import { identityKeys } from "../../src/fold/keys.js";
-import { ProjectionReader } from "../../src/readback.js";
+import { ProjectionReader } from "../../src/client/readback.js";
 import { comparePackets, expectedPackets, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import {
   connectCluster,

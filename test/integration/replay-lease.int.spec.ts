@@ -8,7 +8,7 @@
  */
 import { until } from "../support/wait.js";
 import { pausedMember } from "../support/group-members.js";
-import { settingsEnv } from "../../src/fold-process.js";
+import { settingsEnv } from "../../consumers/fold-process.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
@@ -17,7 +17,7 @@ import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
-import type { Settings } from "../../src/config.js";
+import type { Settings } from "../../src/config/settings.js";
 import type { Observation } from "../../src/core/index.js";
 import { produceRawBatch } from "../support/kafka-raw.js";
 import { BIN, comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";

@@ -18,9 +18,9 @@ import { simulate } from "../../producers/simulation.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
-import type { Settings } from "../../src/config.js";
+import type { Settings } from "../../src/config/settings.js";
 import { contextOfObservation, reducerIdentity, type Observation } from "../../src/core/index.js";
-import { settingsEnv } from "../../src/fold-process.js";
+import { settingsEnv } from "../../consumers/fold-process.js";
 import { BIN, comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { until, waitFor } from "../support/wait.js";
 

@@ -15,7 +15,7 @@
  * Spawns bin/mufold.js: `npm run build` first.
  */
 import { until } from "../support/wait.js";
-import { settingsEnv } from "../../src/fold-process.js";
+import { settingsEnv } from "../../consumers/fold-process.js";
 import { spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
@@ -31,9 +31,9 @@ import { connectRedis } from "../../src/adapters/redis/connect.js";
 import { FunctionsMissingError } from "../../src/adapters/redis/errors.js";
 import { LIBRARY_NAME, CONTROL_LIBRARY_NAME, ensureSetup, librarySource, libraries } from "../../src/adapters/redis/functions.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
-import type { Settings } from "../../src/config.js";
-import type { Logger } from "../../src/log.js";
-import { ProjectionReader } from "../../src/readback.js";
+import type { Settings } from "../../src/config/settings.js";
+import type { Logger } from "../../src/observability/log.js";
+import { ProjectionReader } from "../../src/client/readback.js";
 import { PrivateRedis } from "../support/private-redis.js";
 import { BIN, comparePackets, expectedPackets, quietLog, readAllPackets, testSettings, waitCaughtUp } from "../support/pipeline.js";
 

@@ -15,7 +15,7 @@ import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import type { Observation } from "../../src/core/index.js";
-import type { Settings } from "../../src/config.js";
+import type { Settings } from "../../src/config/settings.js";
 import { comparePackets, expectedPackets, quietLog, readAllPackets, testSettings, waitCaughtUp } from "../support/pipeline.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];

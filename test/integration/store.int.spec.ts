@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { loadFunctions } from "../../src/adapters/redis/functions.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
 import { StaleVersionError } from "../../src/adapters/redis/errors.js";
-import { IdentityApplier, type IdentityBatch } from "../../consumers/identity-applier.js";
+import { IdentityApplier, type IdentityBatch } from "../../src/fold/identity-applier.js";
 import { contextOfObservation, observationFingerprint, reducerIdentity, type Observation } from "../../src/core/index.js";
 import { simulate } from "../../producers/simulation.js";
 import { comparePackets, dropPrefix, expectedPackets, testSettings } from "../support/pipeline.js";

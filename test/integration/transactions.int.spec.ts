@@ -8,10 +8,10 @@
  * commit marker, occur too.
  */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { dlqTopic } from "../../consumers/dlq.js";
+import { dlqTopic } from "../../src/fold/dead-letter.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { simulate } from "../../producers/simulation.js";
-import type { Settings } from "../../src/config.js";
+import type { Settings } from "../../src/config/settings.js";
 import type { Observation } from "../../src/core/index.js";
 import { confluentBatches } from "../support/foreign/batches.js";
 import { createTopics, deleteTopics, ensureForeignClients, type ForeignClients } from "../support/foreign/foreign.js";

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { loadFunctions } from "../../src/adapters/redis/functions.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
-import { IdentityApplier } from "../../consumers/identity-applier.js";
+import { IdentityApplier } from "../../src/fold/identity-applier.js";
 import { contextOfObservation, observationFingerprint, reducerIdentity } from "../../src/core/index.js";
 import { simulate } from "../../producers/simulation.js";
 import { dropPrefix, expectedPackets, testSettings } from "../support/pipeline.js";

@@ -1,7 +1,7 @@
 /** Members of a consumer group that tests put there on purpose. */
 import type { Consumer } from "kafkajs";
 import { createKafka } from "../../src/adapters/kafka/client.js";
-import type { Settings } from "../../src/config.js";
+import type { Settings } from "../../src/config/settings.js";
 
 /**
  * A member of the fold group that takes partitions and never acknowledges a

@@ -7,7 +7,7 @@
  */
 import { expectedPackets } from "./oracle.js";
 import { describe, expect, it } from "vitest";
-import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../consumers/identity-applier.js";
+import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../src/fold/identity-applier.js";
 import { simulate, Prng, type SimulationOptions } from "../../producers/simulation.js";
 import { contextOfObservation, observationFingerprint, reducerIdentity, type Observation } from "../../src/core/index.js";
 import type { PartOp } from "../../src/fold/delta.js";

@@ -5,17 +5,17 @@
  */
 import { randomBytes } from "node:crypto";
 import type { ChildProcess } from "node:child_process";
-import { spawnFoldWorker, waitForGroup } from "../../src/fold-process.js";
+import { spawnFoldWorker, waitForGroup } from "../../consumers/fold-process.js";
 import { fileURLToPath } from "node:url";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
 import { ensureSetup } from "../../src/adapters/redis/functions.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
-import { resolveSettings, type Settings } from "../../src/config.js";
-import { createLogger } from "../../src/log.js";
+import { resolveSettings, type Settings } from "../../src/config/settings.js";
+import { createLogger } from "../../src/observability/log.js";
 import { expectedPackets } from "./oracle.js";
 
 export { expectedPackets };
-import { ProjectionReader } from "../../src/readback.js";
+import { ProjectionReader } from "../../src/client/readback.js";
 
 export const BIN = fileURLToPath(new URL("../../bin/mufold.js", import.meta.url));
 

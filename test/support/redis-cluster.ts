@@ -9,8 +9,8 @@ import { promisify } from "node:util";
 import type { Cluster, Redis } from "ioredis";
 import { connectRedis, isCluster, masterNodes } from "../../src/adapters/redis/connect.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
-import type { Settings } from "../../src/config.js";
-import { ProjectionReader } from "../../src/readback.js";
+import type { Settings } from "../../src/config/settings.js";
+import { ProjectionReader } from "../../src/client/readback.js";
 
 const run = promisify(execFile);
 const SCRIPTS = fileURLToPath(new URL("../../infra/redis-cluster/", import.meta.url));

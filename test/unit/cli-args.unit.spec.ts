@@ -4,7 +4,7 @@ import { UsageError, parseCommandArgs, type CommandSpec } from "../../src/cli/ar
 import { readTarget } from "../../src/cli/read.js";
 import { READ, UTILITY_PROJECT } from "../../src/cli/specs.js";
 import { intFlag, listenAddress, numberFlag, parsePort } from "../../src/cli/values.js";
-import { identityOf } from "../../src/readback.js";
+import { identityOf } from "../../src/client/readback.js";
 
 const spec: CommandSpec = { name: "t", usage: "usage: t\n", flags: { input: { type: "string" }, raw: { type: "boolean" }, rate: { type: "string" } } };
 

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { main } from "../../src/cli/main.js";
-import { createLogger, logLevelFromEnv } from "../../src/log.js";
+import { createLogger, logLevelFromEnv } from "../../src/observability/log.js";
 
 const PACKAGE = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { kafkaClientSettings, kafkaConfig } from "../../src/adapters/kafka/client.js";
 import { redisClientPlan, redisClientSettings } from "../../src/adapters/redis/connect.js";
 import { RECEIPT_SCHEMA, RECEIPT_SETTINGS, configReceipt, configReceiptJson } from "../../src/cli/config-explain.js";
-import { SETTINGS, Secret, resolveSettings, resolveSettingsWithSources, settingFlags } from "../../src/config.js";
+import { SETTINGS, Secret, resolveSettings, resolveSettingsWithSources, settingFlags } from "../../src/config/settings.js";
 import { canonicalJson } from "../../src/core/canonical-json.js";
 import { sha256Hex } from "../../src/core/digest.js";
 import type { PyObject } from "../../src/core/pyvalue.js";

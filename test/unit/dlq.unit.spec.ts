@@ -8,7 +8,8 @@ import { createRequire } from "node:module";
 import zstd from "@mongodb-js/zstd";
 import type { Admin } from "kafkajs";
 import { describe, expect, it } from "vitest";
-import { DLQ_HEADERS, dlqBudget, dlqLimits, dlqMessage, dlqSendGroups, recordBytes, zstdBound, type DlqMessage, type SourceRecord } from "../../consumers/dlq.js";
+import { DLQ_HEADERS, dlqBudget, dlqMessage, dlqSendGroups, recordBytes, zstdBound, type DlqMessage, type SourceRecord } from "../../src/fold/dead-letter.js";
+import { dlqLimits } from "../../src/adapters/kafka/topic-limits.js";
 
 const require = createRequire(import.meta.url);
 // kafkajs's own encoder and decoder of one v2 record: the sizes and shapes the broker and the fold really see.

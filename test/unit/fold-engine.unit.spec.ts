@@ -4,8 +4,8 @@
  * Kafka would deliver them; packets are checked against the pure reducer.
  */
 import { describe, expect, it } from "vitest";
-import { routeRecords } from "../../consumers/batch-router.js";
-import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../consumers/identity-applier.js";
+import { routeRecords } from "../../src/fold/batch-router.js";
+import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../src/fold/identity-applier.js";
 import { simulate, type SimulatedDelivery } from "../../producers/simulation.js";
 import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";
 import { canonicalJson, type Observation } from "../../src/core/index.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { chooseServices, type ServiceProbe } from "../../src/testing/locate-services.js";
+import { chooseServices, type ServiceProbe } from "../support/services/locate-services.js";
 
 const bare: ServiceProbe = { env: {}, hasJava: false, hasRedisServer: false, isRoot: false, hasAptGet: false, hasContainerEngine: false };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { register as globalRegistry } from "prom-client";
-import { createFoldMetrics, createRegistry } from "../../src/metrics.js";
+import { createFoldMetrics, createRegistry } from "../../src/observability/metrics.js";
 
 const NAMES = [
   "mufold_records_consumed_total",

@@ -5,9 +5,10 @@
  * "sekrit", so any leaked fragment of it is caught.
  */
 import { describe, expect, it } from "vitest";
-import { openRedis, redactRedisUrl, redisClientPlan } from "../../src/adapters/redis/connect.js";
+import { openRedis, redisClientPlan } from "../../src/adapters/redis/connect.js";
+import { redactRedisUrl } from "../../src/config/redis-url.js";
 import { configReceiptJson } from "../../src/cli/config-explain.js";
-import { redactUrl, resolveSettings, resolveSettingsWithSources } from "../../src/config.js";
+import { redactUrl, resolveSettings, resolveSettingsWithSources } from "../../src/config/settings.js";
 
 const PASSWORDS = ["sekritA@sekritB", "sekritA:sekritB", "sekritA%sekritB", "sekritA%40sekritB%3Asekrit", "sekritA@sekritB:sekritC%sekritD", "@sekrit", "sekrit@", "sekrit%zz"];
 const USERS = ["", "folduser", "us@er", "us%3Aer", "us%25er"];

@@ -5,9 +5,9 @@
  * reducer's packet, whether their writes alternate or race.
  */
 import { describe, expect, it } from "vitest";
-import { routeRecords } from "../../consumers/batch-router.js";
-import type { SourceRecord } from "../../consumers/dlq.js";
-import { IdentityApplier, type ApplyStats } from "../../consumers/identity-applier.js";
+import { routeRecords } from "../../src/fold/batch-router.js";
+import type { SourceRecord } from "../../src/fold/dead-letter.js";
+import { IdentityApplier, type ApplyStats } from "../../src/fold/identity-applier.js";
 import { simulate } from "../../producers/simulation.js";
 import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";
 import type { Observation } from "../../src/core/index.js";

@@ -15,9 +15,9 @@ import { checkRedisServer, parseInfo } from "../../src/adapters/redis/server-che
 import { RedisStore } from "../../src/adapters/redis/store.js";
 import { configReceipt } from "../../src/cli/config-explain.js";
 import { main } from "../../src/cli/main.js";
-import { resolveSettings, resolveSettingsWithSources, settingFlags } from "../../src/config.js";
+import { resolveSettings, resolveSettingsWithSources, settingFlags } from "../../src/config/settings.js";
 import { MufoldError } from "../../src/errors.js";
-import type { Logger } from "../../src/log.js";
+import type { Logger } from "../../src/observability/log.js";
 import type { PyObject } from "../../src/core/pyvalue.js";
 
 afterEach(() => vi.restoreAllMocks());

@@ -10,7 +10,7 @@
  */
 import { createRequire } from "node:module";
 import type { Batch, Consumer, EachBatchPayload, Kafka } from "kafkajs";
-import type { SourceRecord } from "../../../consumers/dlq.js";
+import type { SourceRecord } from "../../fold/dead-letter.js";
 import { undecodableReason } from "./codecs.js";
 
 export interface BatchContext {

@@ -19,9 +19,9 @@
  * Everything is read from INFO, which the fold role has; on a cluster, on every master.
  */
 import type { Redis } from "ioredis";
-import { SETTINGS } from "../../config.js";
+import { SETTINGS } from "../../config/settings.js";
 import { MufoldError } from "../../errors.js";
-import type { Logger } from "../../log.js";
+import type { Logger } from "../../observability/log.js";
 import { masterNodes, type RedisClient } from "./connect.js";
 import { nodeName } from "./functions.js";
 

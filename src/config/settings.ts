@@ -12,8 +12,8 @@
 import { readFileSync } from "node:fs";
 import { inspect } from "node:util";
 import { z } from "zod";
-import { MufoldError } from "./errors.js";
-import { isClusterUrl, parseClusterUrl, redactRedisUrl } from "./adapters/redis/connect.js";
+import { MufoldError } from "../errors.js";
+import { isClusterUrl, parseClusterUrl, redactRedisUrl } from "./redis-url.js";
 
 const OPAQUE_REF = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/;
 

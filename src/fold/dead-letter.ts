@@ -4,13 +4,8 @@
  * topic's record batch limit, to what fits and a pointer to the original
  * (source topic, partition, offset; the source topic keeps every record).
  */
-import kafkajs from "kafkajs";
-import type { Admin } from "kafkajs";
-import type { OutMessage } from "../src/adapters/kafka/producer.js";
-import { MufoldError } from "../src/errors.js";
-import type { DlqReason } from "../src/fold/record-decision.js";
-
-const { ConfigResourceTypes } = kafkajs;
+import { MufoldError } from "../errors.js";
+import type { DlqReason } from "./record-decision.js";
 
 type HeaderValue = Buffer | string;
 
@@ -122,51 +117,6 @@ export function dlqBudget(maxMessageBytes: number): number {
   return lo;
 }
 
-async function configValue(admin: Admin, type: number, name: string, config: string): Promise<number | undefined> {
-  const result = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type, name, configNames: [config] }] });
-  const value = result.resources[0]?.configEntries.find((e) => e.configName === config)?.configValue;
-  const n = Number(value);
-  return value !== undefined && value !== null && Number.isSafeInteger(n) && n > 0 ? n : undefined;
-}
-
-/**
- * The DLQ topic's effective max.message.bytes (the topic's own, or the broker default it
- * inherits), falling back to the smallest message.max.bytes of the brokers; and the
- * record-byte budget it leaves. Throws when neither can be read or the limit is too small
- * for a pointer.
- */
-export async function dlqLimits(admin: Admin, topic: string): Promise<{ maxMessageBytes: number; source: string; budget: number }> {
-  let found: { maxMessageBytes: number; source: string } | undefined;
-  let topicError: unknown;
-  try {
-    const n = await configValue(admin, ConfigResourceTypes.TOPIC, topic, "max.message.bytes");
-    if (n !== undefined) found = { maxMessageBytes: n, source: `max.message.bytes of topic ${topic}` };
-  } catch (err) {
-    topicError = err;
-  }
-  if (found === undefined) {
-    const { brokers } = await admin.describeCluster();
-    const values: number[] = [];
-    for (const b of brokers) {
-      const n = await configValue(admin, ConfigResourceTypes.BROKER, String(b.nodeId), "message.max.bytes").catch(() => undefined);
-      if (n !== undefined) values.push(n);
-    }
-    if (values.length > 0) found = { maxMessageBytes: Math.min(...values), source: "message.max.bytes of the brokers" };
-  }
-  if (found === undefined) {
-    throw new MufoldError(
-      `cannot read max.message.bytes of ${topic} (nor the brokers' message.max.bytes): grant DescribeConfigs on the topic` +
-        (topicError instanceof Error ? ` (${topicError.message})` : ""),
-      { cause: topicError },
-    );
-  }
-  const budget = dlqBudget(found.maxMessageBytes);
-  if (budget < MIN_DLQ_BUDGET) {
-    throw new MufoldError(`${found.source} is ${found.maxMessageBytes}: it leaves ${budget} bytes for a dead letter, under the ${MIN_DLQ_BUDGET} its pointer headers may need`);
-  }
-  return { ...found, budget };
-}
-
 // ---- Building dead letters ------------------------------------------------------------------
 
 /**
@@ -233,9 +183,9 @@ export function dlqMessage(record: SourceRecord, reason: DlqReason, detail: stri
  * the broker checks the whole batch against max.message.bytes. Each message must already fit
  * alone (dlqMessage with the same budget).
  */
-export function dlqSendGroups(messages: readonly DlqMessage[], budget: number): OutMessage[][] {
-  const groups: OutMessage[][] = [];
-  let group: OutMessage[] = [];
+export function dlqSendGroups(messages: readonly DlqMessage[], budget: number): DlqMessage[][] {
+  const groups: DlqMessage[][] = [];
+  let group: DlqMessage[] = [];
   let bytes = 0;
   for (const m of messages) {
     const size = recordBytes(m);

@@ -1,7 +1,7 @@
 /** Decide every record of a batch and group the accepted ones by reducer identity. */
-import { decideRecord, type DecisionOptions, type DlqReason } from "../src/fold/record-decision.js";
+import { decideRecord, type DecisionOptions, type DlqReason } from "./record-decision.js";
 import type { IdentityBatch } from "./identity-applier.js";
-import type { SourceRecord } from "./dlq.js";
+import type { SourceRecord } from "./dead-letter.js";
 
 export interface RoutedBatch {
   identities: IdentityBatch[];

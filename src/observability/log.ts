@@ -8,7 +8,7 @@
  * arrays; cycles become "[Circular]".
  */
 import { pino, type Logger as PinoLogger } from "pino";
-import { MufoldError } from "./errors.js";
+import { MufoldError } from "../errors.js";
 
 const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 } as const;
 export type LogLevel = keyof typeof LEVELS;

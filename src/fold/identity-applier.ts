@@ -8,14 +8,13 @@
  *
  * With the change feed on, every applied change also stores its packet digest
  * (meta `dig`) and is described in `ApplyStats.changes`, for the fold worker
- * to announce (consumers/change-feed.ts) before it commits the batch.
+ * to announce (the fold's change feed) before it commits the batch.
  */
-import type { ReducerContext } from "../src/core/index.js";
-import type { PartsView } from "../src/core/packet-parts.js";
-import { expandTokens } from "../src/core/compact-json.js";
-import { IdentityModel, type ChangeNote, type Delivery } from "../src/fold/identity-model.js";
-import { StaleVersionError, type IdentityStore } from "../src/fold/identity-store.js";
-import { changeFeedSettings } from "./change-feed.js";
+import type { ReducerContext } from "../core/index.js";
+import type { PartsView } from "../core/packet-parts.js";
+import { expandTokens } from "../core/compact-json.js";
+import { IdentityModel, type ChangeNote, type Delivery } from "./identity-model.js";
+import { StaleVersionError, type IdentityStore } from "./identity-store.js";
 
 export interface IdentityBatch {
   identity: string;
@@ -43,7 +42,7 @@ export interface FeedChange {
 }
 
 export interface ApplierOptions {
-  /** Store packet digests and describe changes (default: MUFOLD_CHANGE_FEED, on unless "off"). */
+  /** Store packet digests and describe changes (default on; the fold passes MUFOLD_CHANGE_FEED). */
   feed?: boolean;
   /**
    * The generation is new and this applier is its only writer so far (a replay's build): an identity it has
@@ -95,7 +94,7 @@ export class IdentityApplier {
     private readonly cacheSize: number,
     options: ApplierOptions = {},
   ) {
-    this.feed = options.feed ?? changeFeedSettings().enabled;
+    this.feed = options.feed ?? true;
     this.fresh = options.fresh ?? false;
     this.inFlight = options.inFlight ?? 256;
   }

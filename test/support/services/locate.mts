@@ -1,14 +1,14 @@
-// Prints `KAFKA_BROKERS=… REDIS_URL=…` for the tests (see src/testing/locate-services.ts),
+// Prints `KAFKA_BROKERS=… REDIS_URL=…` for the tests (see ./locate-services.ts; run with tsx by scripts/test.sh),
 // starting the project's own Kafka and Redis when nothing is configured.
 import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { existsSync } from "node:fs";
-import { chooseServices } from "../dist/src/testing/locate-services.js";
+import { chooseServices } from "./locate-services.js";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const has = (cmd) => spawnSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" }).status === 0;
+const root = join(dirname(fileURLToPath(import.meta.url)), "../../..");
+const has = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" }).status === 0;
 const choice = chooseServices({
   env: { KAFKA_BROKERS: process.env.KAFKA_BROKERS, REDIS_URL: process.env.REDIS_URL },
   hasJava: has("java"),
@@ -29,7 +29,7 @@ if (choice.source === "environment") {
 } else if (choice.source === "containers") {
   // The containers must outlive this short script, so testcontainers' reaper is off for them.
   process.env.TESTCONTAINERS_RYUK_DISABLED = "true";
-  const { startContainers } = await import("../dist/src/testing/containers.js");
+  const { startContainers } = await import("./containers.js");
   const services = await startContainers();
   process.stderr.write("tests: Kafka and Redis run in containers started by testcontainers; remove them with `docker rm -f` when done\n");
   process.stdout.write(`KAFKA_BROKERS=${services.brokers}\nREDIS_URL=${services.redisUrl}\n`);

@@ -5,9 +5,9 @@
  * check before a packet is trusted.
  */
 import type { Cluster, Redis } from "ioredis";
-import { normalizeContext, parsePyJson, reducerIdentity, validateProjection, DEFAULT_REDUCER_VERSION, type PyObject } from "./core/index.js";
-import { RedisStore } from "./adapters/redis/store.js";
-import { MufoldError } from "./errors.js";
+import { normalizeContext, parsePyJson, reducerIdentity, validateProjection, DEFAULT_REDUCER_VERSION, type PyObject } from "../core/index.js";
+import { RedisStore } from "../adapters/redis/store.js";
+import { MufoldError } from "../errors.js";
 
 export interface ScopeRef {
   scope: { agent_id: string; project_id: string; corpus_id: string; surface_id: string };

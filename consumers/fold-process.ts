@@ -3,17 +3,16 @@
  * the tests and the benchmarks, so every harness starts workers the same way.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
-import { createKafka, kafkaClientSettings } from "./adapters/kafka/client.js";
-import { groupOffsets, partitionOffsets } from "./adapters/kafka/topics.js";
-import type { Settings } from "./config.js";
-import { MufoldError } from "./errors.js";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
+import { groupOffsets, partitionOffsets } from "../src/adapters/kafka/topics.js";
+import type { Settings } from "../src/config/settings.js";
+import { MufoldError } from "../src/errors.js";
 
-/** The CLI entry: bin/mufold.js at the repository root (from src/ or dist/src/). */
+/** The CLI entry, found through the package's own name (the same from source and from dist/). */
 function binPath(): string {
-  const here = fileURLToPath(import.meta.url);
-  const root = here.includes("/dist/src/") ? here.slice(0, here.indexOf("/dist/src/")) : here.slice(0, here.indexOf("/src/"));
-  return `${root}/bin/mufold.js`;
+  return join(dirname(createRequire(import.meta.url).resolve("mufold/package.json")), "bin", "mufold.js");
 }
 
 /**
