@@ -15,14 +15,16 @@
  *       [--skip-core] [--json FILE]
  *
  * --json FILE writes every measurement as one JSON object (the issue 10 keys; null
- * for what this run could not measure). Run `npm run build` first: the spawned
- * workers run bin/mufold.js from dist/.
+ * for what this run could not measure), and the pictures drawn from it
+ * (bench/render-charts.ts: bench-*.svg in FILE's folder). Run `npm run build`
+ * first: the spawned workers run bin/mufold.js from dist/.
  *
  * Needs KAFKA_BROKERS / REDIS_URL (defaults 127.0.0.1) and kcat on PATH.
  */
 import { execFileSync } from "node:child_process";
 import kafkajs from "kafkajs";
 import { writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import { createKafka } from "../src/adapters/kafka/client.js";
@@ -38,6 +40,7 @@ import { observationMessage } from "../producers/observation-message.js";
 import { openSender } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
 import { measurePlan } from "./plan.bench.js";
+import { writeBenchmarkCharts } from "./render-charts.js";
 import { dropPrefix, quietLog, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../test/support/pipeline.js";
 
 const { Partitioners } = kafkajs;
@@ -237,6 +240,9 @@ await ensureSetup(testSettings());
 }
 
 // 3: latency at a fixed offered load: send time -> the group has committed past the record (Redis has it).
+const LATENCY_PERCENTILES = [50, 75, 90, 95, 99, 99.9];
+const latencyPercentiles: Record<string, Record<string, number>> = {};
+result.latency_percentiles_ms_by_rate = latencyPercentiles;
 for (const rate of String(values["latency-rate"]).split(",").map(Number)) {
   const seconds = Number(values["latency-seconds"]);
   const settings = { ...testSettings(), partitions: 12 };
@@ -292,6 +298,8 @@ for (const rate of String(values["latency-rate"]).split(",").map(Number)) {
   out(`produce-to-readback latency at ${rate}/s, p99`, pct(99), "ms");
   result[`latency_p50_ms_at_${rate}`] = pct(50);
   result[`latency_p99_ms_at_${rate}`] = pct(99);
+  // The distribution behind the two keys above (bench/render-charts.ts draws it): nearest-rank percentiles and the max.
+  latencyPercentiles[String(rate)] = { ...Object.fromEntries(LATENCY_PERCENTILES.map((p) => [`p${p}`, pct(p)])), max: latencies.at(-1)! };
   result.latency_seconds = seconds;
   await producer.disconnect();
   await admin.disconnect();
@@ -372,7 +380,11 @@ if (!values["skip-core"]) {
   out("core / reference, one identity of 1,000 deliveries", String(result.core_over_reference_1000), "ratio");
 }
 result.seconds_total = Math.round((Date.now() - startedAt) / 1000);
-if (values.json !== undefined) writeFileSync(values.json, JSON.stringify(result, null, 2) + "\n");
+if (values.json !== undefined) {
+  writeFileSync(values.json, JSON.stringify(result, null, 2) + "\n");
+  // The pictures of docs/benchmarks.md, next to the JSON they are drawn from.
+  for (const path of writeBenchmarkCharts(result, dirname(values.json))) process.stderr.write(`wrote ${path}\n`);
+}
 
 console.log("| measurement | value | unit |");
 console.log("|---|---|---|");

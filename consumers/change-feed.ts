@@ -21,46 +21,27 @@
  */
 import type { OutMessage, ReliableProducer } from "../src/adapters/kafka/producer.js";
 import type { RedisStore } from "../src/adapters/redis/store.js";
+import type { Settings } from "../src/config/settings.js";
 import { canonicalJson } from "../src/core/canonical-json.js";
 import { MufoldError } from "../src/errors.js";
 import type { FeedChange, ProposalChange } from "../src/fold/identity-applier.js";
 
+/** The change feed as the fold and the replay use it: the registry's settings (src/config/settings.ts), validated there. */
 export interface ChangeFeedSettings {
-  /** MUFOLD_CHANGE_FEED: digests, the stream and proposals (default on). */
+  /** changeFeed (MUFOLD_CHANGE_FEED): digests, the stream and proposals. */
   enabled: boolean;
-  /** MUFOLD_CHANGE_FEED_MAXLEN: approximate cap of each generation's stream (default 100000). */
+  /** changeFeedMaxLen (MUFOLD_CHANGE_FEED_MAXLEN): approximate cap of each generation's stream. */
   maxLen: number;
-  /** MUFOLD_PROPOSALS_TOPIC: Kafka topic for review proposals; null (the default, empty) = none. */
+  /** proposalsTopic (MUFOLD_PROPOSALS_TOPIC): Kafka topic for review proposals; null = none. */
   proposalsTopic: string | null;
 }
-
-export const CHANGE_FEED_ENV = {
-  enabled: "MUFOLD_CHANGE_FEED",
-  maxLen: "MUFOLD_CHANGE_FEED_MAXLEN",
-  proposalsTopic: "MUFOLD_PROPOSALS_TOPIC",
-} as const;
 
 /** The schema header and `schema_version` of a proposal message. */
 export const PROPOSAL_SCHEMA = "mufold_review_proposal_v0";
 
-const ON = new Set(["on", "true", "1", "yes"]);
-const OFF = new Set(["off", "false", "0", "no"]);
-
-function invalid(name: string, value: string, why: string): MufoldError {
-  return new MufoldError(`invalid setting ${name} = ${JSON.stringify(value)}: ${why}`);
-}
-
-/** Read the change-feed settings from the environment; throws a MufoldError naming a bad one. */
-export function changeFeedSettings(env: NodeJS.ProcessEnv = process.env): ChangeFeedSettings {
-  const rawEnabled = (env[CHANGE_FEED_ENV.enabled] ?? "on").trim();
-  const flag = rawEnabled.toLowerCase();
-  if (!ON.has(flag) && !OFF.has(flag)) throw invalid(CHANGE_FEED_ENV.enabled, rawEnabled, "must be on or off");
-  const rawMaxLen = (env[CHANGE_FEED_ENV.maxLen] ?? "100000").trim();
-  const maxLen = Number(rawMaxLen);
-  if (!/^\d+$/.test(rawMaxLen) || !Number.isSafeInteger(maxLen) || maxLen < 1) throw invalid(CHANGE_FEED_ENV.maxLen, rawMaxLen, "must be a positive integer");
-  const topic = (env[CHANGE_FEED_ENV.proposalsTopic] ?? "").trim();
-  if (topic !== "" && !/^[A-Za-z0-9._-]{1,200}$/.test(topic)) throw invalid(CHANGE_FEED_ENV.proposalsTopic, topic, "must be a valid Kafka topic name (or empty for none)");
-  return { enabled: ON.has(flag), maxLen, proposalsTopic: topic === "" ? null : topic };
+/** The change-feed part of resolved settings. */
+export function changeFeedSettings(settings: Pick<Settings, "changeFeed" | "changeFeedMaxLen" | "proposalsTopic">): ChangeFeedSettings {
+  return { enabled: settings.changeFeed, maxLen: settings.changeFeedMaxLen, proposalsTopic: settings.proposalsTopic };
 }
 
 /** The stream entry of a change: field, value pairs. */

@@ -3,6 +3,7 @@
  * accepted ones to their identities in Redis (one version-checked call per
  * identity per batch), dead-letters the rest, and only then commits offsets.
  */
+import { isBrokerUnreachable, isPermanentKafkaError, isRebalance, isRetriableKafkaError } from "../src/adapters/kafka/errors.js";
 import { hostname } from "node:os";
 import type { Cluster, Redis } from "ioredis";
 import { createKafka, kafkaClientSettings, type Kafka } from "../src/adapters/kafka/client.js";
@@ -39,23 +40,6 @@ export interface FoldCounters {
 const POLL_MS = 250;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
- * A broker that cannot be reached: kafkajs wraps the connection error in
- * "retries exceeded" errors, so judge the innermost cause only (a Redis error
- * that kafkajs retried is wrapped the same way and is not a Kafka outage).
- */
-function isConnectionError(error: unknown): boolean {
-  let e: unknown = error;
-  for (;;) {
-    const inner = (e as { originalError?: unknown; cause?: unknown } | undefined)?.originalError ?? (e as { cause?: unknown } | undefined)?.cause;
-    if (!(inner instanceof Error)) break;
-    e = inner;
-  }
-  if (!(e instanceof Error) || /redis|ReplyError|MaxRetriesPerRequest/i.test(e.name) || (e as { command?: unknown }).command !== undefined) return false;
-  // A retriable kafkajs error at the bottom (no leader, not coordinator, broker not found) is a broker restarting.
-  if (/^KafkaJS/.test(e.name) && (e as { retriable?: boolean }).retriable === true) return true;
-  return /KafkaJSConnection|Connection (error|timeout|closed)|ECONNREFUSED|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|Broker not connected|Closed connection/i.test(`${e.name} ${e.message}`);
-}
-/**
  * Heartbeat while a batch is held (an outage, a pause). When the group is
  * rebalancing, give the batch up (uncommitted, it is redelivered) so this
  * member can rejoin instead of stalling the group; other heartbeat failures
@@ -66,10 +50,7 @@ async function heartbeatOrYield(ctx: BatchContext): Promise<void> {
     await ctx.heartbeat();
   } catch (error) {
     // Rebalancing, or this member was expelled: rethrow kafkajs's own error, so its runner rejoins at once.
-    const type = (error as { type?: string }).type ?? "";
-    if (["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID"].includes(type) || /rebalanc/i.test(String((error as Error)?.message ?? error))) {
-      throw error;
-    }
+    if (isRebalance(error)) throw error;
   }
 }
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
@@ -126,7 +107,7 @@ export class FoldWorker {
     private readonly metrics: FoldMetrics | undefined,
   ) {
     this.store = new RedisStore(redis, settings.prefix);
-    this.applier = new IdentityApplier(this.store, settings.cacheSize, { inFlight: settings.identitiesInFlight });
+    this.applier = new IdentityApplier(this.store, settings.cacheSize, { inFlight: settings.identitiesInFlight, casAttempts: settings.casMaxAttempts });
     this.guard = new PartitionGuard(this.store, "live", (topic, partition) => this.endOffset(topic, partition));
     this.outages = new OutageClock(settings.outageToleranceSeconds);
   }
@@ -175,7 +156,7 @@ export class FoldWorker {
 
   static async start(settings: Settings, log: Logger, metrics?: FoldMetrics): Promise<FoldWorker> {
     const kafka = createKafka(kafkaClientSettings(settings, "-fold"));
-    const redis = connectRedis({ ...redisClientSettings(settings), maxRetriesPerRequest: 1, commandTimeoutMs: 10_000 });
+    const redis = connectRedis({ ...redisClientSettings(settings), maxRetriesPerRequest: settings.foldRedisMaxRetriesPerRequest, commandTimeoutMs: settings.foldRedisCommandTimeoutMs });
     const worker = new FoldWorker(settings, kafka, redis, log.child({ component: "fold" }), metrics);
     try {
       await worker.prepare();
@@ -188,7 +169,7 @@ export class FoldWorker {
 
   private async prepare(): Promise<void> {
     const { settings } = this;
-    const feedSettings = changeFeedSettings();
+    const feedSettings = changeFeedSettings(settings);
     const proposalsTopic = feedSettings.enabled ? feedSettings.proposalsTopic : null;
     if (proposalsTopic === settings.topic || proposalsTopic === dlqTopic(settings.topic)) {
       throw new MufoldError(`MUFOLD_PROPOSALS_TOPIC must differ from the observation topic and its DLQ (${proposalsTopic})`);
@@ -233,6 +214,7 @@ export class FoldWorker {
       maxBytes: settings.fetchMaxBytes,
       maxBytesPerPartition: settings.partitionFetchMaxBytes,
       partitionsConsumedConcurrently: settings.partitionsConcurrency,
+      retries: settings.kafkaConsumerRetries,
       commitInBackground: true,
       onCommitError: (error, topic, partition) => this.log.warn("offset commit failed; the next one covers it (a redelivery is skipped by the watermarks)", { topic, partition, error: errorText(error) }),
       onBatch: (records, ctx) => this.onBatch(records, ctx),
@@ -244,7 +226,7 @@ export class FoldWorker {
       // A broker outage ends kafkajs's own retries with a crash: restart the consumer while the outage is
       // within the tolerance (not ready meanwhile), and give up with one clear error past it.
       restartOnFailure: async (error) => {
-        if (!isConnectionError(error)) return (error as { retriable?: boolean }).retriable === true;
+        if (!isBrokerUnreachable(error)) return isRetriableKafkaError(error);
         try {
           this.outages.failed("kafka", error);
           return !this.stopping;
@@ -389,9 +371,8 @@ export class FoldWorker {
           this.log.warn("generation moved during the batch; applying it again to the live one", { generation, now: err.current });
           continue;
         }
-        // A CROSSSLOT reply is a key-layout bug, not a passing fault: never retry it.
-        const fatal = (err instanceof MufoldError && !err.retriable) || (err instanceof Error && err.message.startsWith("CROSSSLOT"));
-        if (fatal) throw err;
+        // Refusals for good (a key-layout bug, a missing grant: typed by the Redis adapter) are never retried.
+        if (err instanceof MufoldError && !err.retriable) throw err;
         // Redis restarting or unreachable: the batch stays uncommitted; try again until the outage tolerance runs out.
         this.outages.failed("redis", err);
         this.log.warn("apply failed; retrying the batch", { error: errorText(err), attempt });
@@ -410,7 +391,7 @@ export class FoldWorker {
         } catch (error) {
           // The producer already retried; a broker outage can outlast that. The batch stays uncommitted meanwhile.
           // A record the broker refuses for good (too large, not authorized) is not an outage: give up at once.
-          if ((error as { retriable?: boolean }).retriable === false && !isConnectionError(error)) throw error;
+          if (isPermanentKafkaError(error)) throw error;
           this.outages.failed("kafka", error);
           if (!ctx.stillOwned() || this.stopping) throw error;
           this.log.warn("dead-letter produce failed; retrying", { error: errorText(error), attempt });
@@ -429,7 +410,7 @@ export class FoldWorker {
     if (this.metrics) {
       this.metrics.recordsConsumed.inc(records.length);
       this.metrics.identitiesCached.set(this.applier.cached);
-      this.metrics.consumerLag.set({ partition: String(ctx.partition) }, Math.max(0, Number(BigInt(ctx.highWatermark) - BigInt(ctx.nextOffset))));
+      this.metrics.consumerLag.set({ topic: ctx.topic, partition: String(ctx.partition) }, Math.max(0, Number(BigInt(ctx.highWatermark) - BigInt(ctx.nextOffset))));
       endBatch?.();
     }
   }

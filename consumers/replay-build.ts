@@ -11,7 +11,6 @@
  * origin (the record at offset 0) against the build token. Dead letters are
  * counted, never produced: the live fold produced them already.
  */
-import { changeFeedSettings } from "./change-feed.js";
 import type { Kafka } from "kafkajs";
 import type { BatchContext } from "../src/adapters/kafka/consumer.js";
 import type { RedisClient } from "../src/adapters/redis/connect.js";
@@ -64,11 +63,11 @@ export class ShadowBuild implements ChunkBuilder {
 
   constructor(
     store: RedisStore,
-    private readonly settings: Pick<Settings, "reducerVersion" | "maxValueBytes" | "cacheSize">,
+    private readonly settings: Pick<Settings, "reducerVersion" | "maxValueBytes" | "cacheSize" | "changeFeed" | "casMaxAttempts">,
     readonly generation: number,
     buildToken: string,
   ) {
-    this.applier = new IdentityApplier(store, settings.cacheSize, { fresh: true, feed: changeFeedSettings().enabled });
+    this.applier = new IdentityApplier(store, settings.cacheSize, { fresh: true, feed: settings.changeFeed, casAttempts: settings.casMaxAttempts });
     this.guard = new PartitionGuard(store, buildToken);
   }
 

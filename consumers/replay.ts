@@ -35,7 +35,7 @@ import { FleetPause } from "./fleet-pause.js";
 import { partitionField } from "./partition-guard.js";
 import { LocalShadow, type ShadowReader } from "./replay-build.js";
 import { SplitReader, WorkerPool, splitPartitions } from "./replay-workers.js";
-import { differingOrigins, failedReport, verifyGenerations, type VerifyFailure, type VerifyReport } from "./verify.js";
+import { differingOrigins, failedReport, verifyGenerations, type VerifyDetails, type VerifyFailure, type VerifyReport } from "./verify.js";
 import { AbortedError, sleepUnlessAborted, waitFor } from "./waiting.js";
 
 export interface ReplayOptions {
@@ -57,6 +57,8 @@ export interface ReplayOptions {
   /** Bytes of records a reader gathers into one chunk before it stops fetching (bounds its memory). */
   chunkBytes?: number;
   onProgress?(p: { consumed: number; total: number; elapsedSeconds: number }): void;
+  /** --verify: filled with the per-identity results (for `--report`); the summary stays as it is. */
+  details?: VerifyDetails;
 }
 
 export interface ReplaySummary {
@@ -200,7 +202,7 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
           for (const e of await partitionOffsets(admin, settings.topic)) if ((marks.get(e.partition) ?? 0n) > e.high) marks.set(e.partition, e.high);
           await reader.raiseTargets(marks);
           await readAll("replay (catching up to the live marks)");
-          summary.verify = await verifyGenerations(store, live!, generation);
+          summary.verify = await verifyGenerations(store, live!, generation, options.details);
           if (shorter.length > 0) summary.verify = { ...summary.verify, ok: false, failures: [...shorter, ...summary.verify.failures] };
         }
         summary.verified = summary.verify.ok;

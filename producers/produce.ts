@@ -4,12 +4,11 @@
  * reason. `--raw` sends values as given, unvalidated (to exercise the DLQ).
  */
 import { ObservationValidationError, PyJsonDecodeError, parsePyJson, validateObservation, type PyValue } from "../src/core/index.js";
-import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
-import { ReliableProducer, type OutMessage } from "../src/adapters/kafka/producer.js";
-import { ensureTopics, topicSpec } from "../src/adapters/kafka/topics.js";
+import type { OutMessage } from "../src/adapters/kafka/producer.js";
+import { observationRecord, openSender } from "../src/client/producer.js";
 import type { Settings } from "../src/config/settings.js";
-import { dlqTopic } from "../src/fold/dead-letter.js";
-import { observationMessage } from "./observation-message.js";
+
+export { openSender };
 
 export interface ProduceReport {
   sent: number;
@@ -43,7 +42,7 @@ export function prepareMessages(text: string, raw: boolean): { messages: OutMess
       continue;
     }
     try {
-      messages.push(observationMessage(validateObservation(value)));
+      messages.push(observationRecord(validateObservation(value)));
     } catch (err) {
       if (!(err instanceof ObservationValidationError)) throw err;
       invalid.push({ index, reason: err.reasonCode, error: err.message });
@@ -59,26 +58,6 @@ function safeParse(text: string): PyValue | Error {
     if (err instanceof PyJsonDecodeError || err instanceof Error) return err;
     throw err;
   }
-}
-
-/** A connected sender: ensures the topics once, then sends in batches. */
-export async function openSender(settings: Settings): Promise<{ send(messages: readonly OutMessage[]): Promise<void>; close(): Promise<void> }> {
-  const kafka = createKafka(kafkaClientSettings(settings, "-producer"));
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    await ensureTopics(admin, [topicSpec(settings, settings.topic), topicSpec(settings, dlqTopic(settings.topic))]);
-  } finally {
-    await admin.disconnect();
-  }
-  const producer = await ReliableProducer.connect(kafka);
-  return {
-    send: async (messages) => {
-      const batchSize = 500;
-      for (let i = 0; i < messages.length; i += batchSize) await producer.send(settings.topic, messages.slice(i, i + batchSize));
-    },
-    close: () => producer.disconnect(),
-  };
 }
 
 export async function produce(settings: Settings, messages: readonly OutMessage[]): Promise<number> {

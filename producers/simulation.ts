@@ -4,7 +4,8 @@
  * trusted facts. Retries (same id, new timestamp) and changed judgments (same
  * id, new payload) are mixed in at the configured rates. Pure: no IO.
  */
-import { PyFloat, buildObservation, type Observation, type PyObject } from "../src/core/index.js";
+import type { EvidenceBasis, Observation, UtilityLabel } from "../src/core/index.js";
+import { observation, type ApplicationReceipt, type EvaluatorProposal, type ObservationInput } from "../src/client/observation.js";
 
 export interface SimulationOptions {
   agents: number;
@@ -57,7 +58,7 @@ export class Prng {
 
 const hex16 = (n: number) => n.toString(16).padStart(16, "0");
 
-const JUDGMENTS: [label: string, basis: string, weight: number][] = [
+const JUDGMENTS: [label: UtilityLabel, basis: EvidenceBasis, weight: number][] = [
   ["helpful", "evaluator_inference", 30],
   ["helpful", "deterministic_effect", 15],
   ["neutral", "evaluator_inference", 10],
@@ -68,6 +69,9 @@ const JUDGMENTS: [label: string, basis: string, weight: number][] = [
   ["unknown", "deterministic_effect", 4],
 ];
 const TOTAL_WEIGHT = JUDGMENTS.reduce((a, [, , w]) => a + w, 0);
+
+/** The trusted facts of one application, reused by its retries and changed judgments. */
+type Facts = Pick<ObservationInput, "receipt" | "outcome" | "context">;
 
 export interface SimulatedDelivery {
   observation: Observation;
@@ -86,7 +90,7 @@ export function* simulate(options: Partial<SimulationOptions> = {}): Generator<S
   const o = { ...DEFAULT_SIMULATION, ...options };
   const rng = new Prng(o.seed);
   const startMs = Date.parse(o.startTime);
-  const history: { facts: PyObject; proposal: PyObject; createdAt: string }[][] = Array.from({ length: o.agents }, () => []);
+  const history: { facts: Facts; proposal: EvaluatorProposal; createdAt: string }[][] = Array.from({ length: o.agents }, () => []);
   let clock = 0;
   for (let step = 0; step < o.observationsPerAgent; step++) {
     for (let a = 0; a < o.agents; a++) {
@@ -94,13 +98,13 @@ export function* simulate(options: Partial<SimulationOptions> = {}): Generator<S
       const past = history[a]!;
       if (past.length > 0 && rng.chance(o.duplicateRate)) {
         const prior = rng.pick(past);
-        yield { observation: buildObservation(prior.facts as never, prior.proposal, isoAt(startMs, clock, rng)), kind: "retry" };
+        yield { observation: observation({ ...prior.facts, proposal: prior.proposal, createdAt: isoAt(startMs, clock, rng) }), kind: "retry" };
         continue;
       }
       if (past.length > 0 && rng.chance(o.conflictRate)) {
         const prior = rng.pick(past);
-        const changed = { ...prior.proposal, confidence: new PyFloat(Math.round(rng.next() * 100) / 100), reason_codes: ["judgment:revised"] };
-        yield { observation: buildObservation(prior.facts as never, changed, prior.createdAt), kind: "conflict" };
+        const changed = { ...prior.proposal, confidence: Math.round(rng.next() * 100) / 100, reason_codes: ["judgment:revised"] };
+        yield { observation: observation({ ...prior.facts, proposal: changed, createdAt: prior.createdAt }), kind: "conflict" };
         continue;
       }
       const scopeIndex = rng.int(0, o.scopesPerAgent - 1);
@@ -110,7 +114,7 @@ export function* simulate(options: Partial<SimulationOptions> = {}): Generator<S
       const policy = `policy:${snapshot}`;
       const count = rng.int(1, 3);
       const digests = [...new Set(Array.from({ length: count }, () => hex16(rng.int(1, o.memories) * 7919 + (scopeIndex % 3))))].sort();
-      const receipt: PyObject = {
+      const receipt: ApplicationReceipt = {
         schema_version: "reward_memory_application_receipt_v0",
         application_id: `app:${a}.${step}`,
         artifact_ref: `artifact:${a}/${step}`,
@@ -141,13 +145,13 @@ export function* simulate(options: Partial<SimulationOptions> = {}): Generator<S
       const level = label === "unknown" && rng.chance(0.2) ? "none" : digests.length === 1 || rng.chance(0.5) ? "item" : "set";
       const subjectDigests = level === "item" ? [rng.pick(digests)] : digests;
       const outcomeRef = `outcome:${a}.${step}`;
-      const facts: PyObject = {
-        application_receipt: receipt,
-        verified_outcome: { verified: true, outcome_ref: outcomeRef, artifact_ref: `artifact:${a}/${step}`, outcome_status: "merged" },
-        attribution_context: { scope, retrieval_snapshot_ref: retrieval, policy_snapshot_ref: policy },
+      const facts: Facts = {
+        receipt,
+        outcome: { verified: true, outcome_ref: outcomeRef, artifact_ref: `artifact:${a}/${step}`, outcome_status: "merged" },
+        context: { scope, retrieval_snapshot_ref: retrieval, policy_snapshot_ref: policy },
       };
       const strong = basis === "owner_correction" || basis === "controlled_replay" || basis === "deterministic_effect";
-      const proposal: PyObject = {
+      const proposal: EvaluatorProposal = {
         scope,
         application_id: `app:${a}.${step}`,
         artifact_ref: `artifact:${a}/${step}`,
@@ -159,7 +163,7 @@ export function* simulate(options: Partial<SimulationOptions> = {}): Generator<S
         utility_label: label,
         attribution_level: level,
         evidence_basis: basis,
-        confidence: new PyFloat(Math.round(rng.next() * 100) / 100),
+        confidence: Math.round(rng.next() * 100) / 100,
         reason_codes: label === "unknown" ? [] : [`signal:${label}`],
         evidence_refs: label !== "unknown" || strong ? [`evidence:${a}.${step}`] : [],
         evaluator_ref: "evaluator:sim",
@@ -167,7 +171,7 @@ export function* simulate(options: Partial<SimulationOptions> = {}): Generator<S
       };
       const createdAt = isoAt(startMs, clock, rng);
       past.push({ facts, proposal, createdAt });
-      yield { observation: buildObservation(facts as never, proposal, createdAt), kind: "original" };
+      yield { observation: observation({ ...facts, proposal, createdAt }), kind: "original" };
     }
   }
 }

@@ -17,7 +17,8 @@ eval "$services"
 export KAFKA_BROKERS REDIS_URL
 echo "tests: KAFKA_BROKERS=$KAFKA_BROKERS REDIS_URL=$REDIS_URL" >&2
 npx tsc -p tsconfig.json --noEmit
-npx eslint .
+npx eslint .      # import directions, no cycles, pure core and engine
+npx knip          # no unused files, exports or dependencies
 
 report() {
   if [ -n "${MUFOLD_REPORT_DIR:-}" ]; then
@@ -27,5 +28,24 @@ report() {
 }
 # shellcheck disable=SC2046
 npx vitest run --project unit --project reference --project integration $(report main) "$@"
+
+# --- Current Node: the unit and reference tiers again on each pinned Node -----
+# (scripts/node-versions.sh: the versions, fetched from the npm registry into
+# .cache/node). vitest itself runs on that Node, and that Node comes first on
+# PATH, so what the tests spawn (process.execPath, or `node` from a shebang)
+# runs on it too.
+node_list="$(bash scripts/node-versions.sh)"
+[ -n "$node_list" ] || { echo "tests: scripts/node-versions.sh named no Node" >&2; exit 1; }
+mapfile -t node_bins <<<"$node_list"
+for node_bin in "${node_bins[@]}"; do
+  node_version="$("$node_bin" --version)"
+  echo "tests: unit and reference tiers on Node $node_version ($node_bin)" >&2
+  node_started=$SECONDS
+  # shellcheck disable=SC2046
+  PATH="$(dirname "$node_bin"):$PATH" "$node_bin" node_modules/vitest/vitest.mjs run --project unit --project reference $(report "node-${node_version%%.*}") "$@"
+  echo "tests: Node $node_version tiers took $((SECONDS - node_started))s" >&2
+done
+# --- end of current Node --------------------------------------------------------
+
 # shellcheck disable=SC2046
 npx vitest run --project chaos $(report chaos) "$@"

@@ -12,16 +12,17 @@ import { preflight } from "./preflight.js";
 import { redisReadiness } from "./serve.js";
 import { FOLD } from "./specs.js";
 import { listenAddress } from "./values.js";
+import { packageVersion } from "./version.js";
 
 export async function foldCommand(args: string[]): Promise<number> {
   const values = await commandFlags(FOLD, args);
   if (values === undefined) return 0;
   const settings = resolveSettings(values);
-  // Optional HTTP side: /metrics, /healthz, /readyz and the readback API, in the fold process.
-  const listen = listenAddress(values, { port: "http-port", host: "http-host" }, undefined);
-  const log = createLogger({ service: "mufold" });
+  // Optional HTTP side: /metrics, /healthz, /readyz and the readback API, in the fold process (only with a port).
+  const listen = listenAddress(settings, undefined);
+  const log = createLogger({ service: "mufold" }, settings.logLevel);
   await preflight(settings, { kafka: true, redis: true });
-  const metrics = createFoldMetrics();
+  const metrics = createFoldMetrics({ build: { version: packageVersion(), reducerVersion: settings.reducerVersion } });
   const worker = await FoldWorker.start(settings, log, metrics);
   let http: { close(): Promise<void> } | undefined;
   let httpRedis: ReturnType<typeof connectRedis> | undefined;

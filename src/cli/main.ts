@@ -1,7 +1,4 @@
 /** The `mufold` command: dispatch to subcommands; every failure ends as one line and an exit code (fatal.ts). */
-import { readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { logLevelFromEnv } from "../observability/log.js";
 import { UsageError } from "./args.js";
 import { configExplainCommand } from "./config-explain.js";
@@ -15,6 +12,7 @@ import { serveCommand } from "./serve.js";
 import { setupCommand } from "./setup.js";
 import { DEMO, FOLD, MAIN_USAGE, PRODUCE, READ, REPLAY, SERVE, SETUP, SIMULATE, CONFIG_EXPLAIN } from "./specs.js";
 import { produceCommand, replayCommand, simulateCommand } from "./stream-commands.js";
+import { packageVersion } from "./version.js";
 
 type Command = (args: string[]) => Promise<number>;
 
@@ -51,19 +49,6 @@ const USAGES: Record<string, string> = {
 
 /** Commands whose stderr is JSON log lines: their fatal error is one JSON line too. */
 const JSON_LOGGING = new Set(["fold", "serve", "replay", "setup"]);
-
-/** The version in package.json (found from src/cli or dist/src/cli). */
-export function packageVersion(): string {
-  for (let dir = dirname(fileURLToPath(import.meta.url)), i = 0; i < 5; dir = dirname(dir), i++) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { name?: string; version?: string };
-      if (pkg.name === "mufold" && typeof pkg.version === "string") return pkg.version;
-    } catch {
-      // not here: go up
-    }
-  }
-  return "unknown";
-}
 
 /** Resolve `argv` to a command to run, or to text to print. */
 function route(argv: string[]): { name: string; run: Command; args: string[] } | { print: string; to: "stdout" | "stderr"; code: number } | { error: UsageError } {

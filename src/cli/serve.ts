@@ -18,8 +18,12 @@ import { startHttpServer } from "../http/server.js";
 import { commandFlags } from "./command.js";
 import { SERVE } from "./specs.js";
 import { listenAddress } from "./values.js";
+import { packageVersion } from "./version.js";
 
 const DEFAULT_PORT = 8080;
+
+/** serve's flags for two settings (SERVE in specs.ts declares them). */
+export const SERVE_ALIASES = { httpPort: "port", httpHost: "host" } as const;
 
 /** Passes when the client is connected and Redis answers PING. */
 export function redisReadiness(redis: RedisClient): () => Promise<void> {
@@ -52,9 +56,10 @@ function credentialsRefused(redis: RedisClient, endpoint: string): Promise<Redis
 export async function serveCommand(args: string[]): Promise<number> {
   const values = await commandFlags(SERVE, args);
   if (values === undefined) return 0;
-  const settings = resolveSettings(values);
-  const { port, host } = listenAddress(values, { port: "port", host: "host" }, DEFAULT_PORT)!;
-  const log = createLogger({ service: "mufold" }).child({ component: "http" });
+  // --port and --host are serve's own names of the httpPort and httpHost settings: one check for fold and serve.
+  const settings = resolveSettings(values, process.env, { aliases: SERVE_ALIASES });
+  const { port, host } = listenAddress(settings, DEFAULT_PORT)!;
+  const log = createLogger({ service: "mufold" }, settings.logLevel).child({ component: "http" });
   const redis = connectRedis(readerClientSettings(settings));
   const refused = credentialsRefused(redis, redactRedisUrl(settings.redisUrl));
   // Without a listener ioredis prints every reconnect failure; log them, at most one line per 10 s.
@@ -70,7 +75,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   try {
     server = await startHttpServer({
       reader: new ProjectionReader(redis, settings.prefix),
-      registry: createRegistry(),
+      registry: createRegistry({ build: { version: packageVersion(), reducerVersion: settings.reducerVersion } }),
       readiness,
       port,
       host,

@@ -38,8 +38,8 @@ export interface SetupSummary {
 }
 
 /** The topics mufold writes: observations, dead letters, and review proposals when the change feed has a topic. */
-export function deploymentTopics(settings: Settings, env: NodeJS.ProcessEnv = process.env): string[] {
-  const feed = changeFeedSettings(env);
+export function deploymentTopics(settings: Settings): string[] {
+  const feed = changeFeedSettings(settings);
   return [settings.topic, dlqTopic(settings.topic), ...(feed.enabled && feed.proposalsTopic !== null ? [feed.proposalsTopic] : [])];
 }
 
@@ -75,7 +75,7 @@ export async function setupCommand(args: string[]): Promise<number> {
   if (values === undefined) return 0;
   const settings = resolveSettings(values);
   const topics = values["skip-topics"] !== true;
-  const log = createLogger({ service: "mufold" }).child({ component: "setup" });
+  const log = createLogger({ service: "mufold" }, settings.logLevel).child({ component: "setup" });
   await preflight(settings, { kafka: topics, redis: true });
   const summary = await runSetup(settings, { topics }, log);
   await writeOut(canonicalJson(JSON.parse(JSON.stringify(summary))) + "\n");

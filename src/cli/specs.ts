@@ -1,19 +1,33 @@
 /** Every command's flags and `--help` text, in one place (README.md "Commands" mirrors them). */
-import { SETTINGS, settingFlags } from "../config/settings.js";
-import { LOG_LEVELS } from "../observability/log.js";
+import { FINGERPRINT_SETTINGS, SETTINGS, settingFlags } from "../config/settings.js";
 import type { CommandSpec, FlagSpec } from "./args.js";
 
 const str: FlagSpec = { type: "string" };
 const bool: FlagSpec = { type: "boolean" };
 
-/** One line per setting: flag, environment variable, default, meaning. */
+/** One line per setting: flag, environment variable, default, meaning; * marks the fingerprinted ones. */
 function settingsHelp(): string {
   const rows = Object.values(SETTINGS).map((s) => {
     const name = "flag" in s ? `--${s.flag} / ${s.env}` : s.env;
     const def = s.default === "" ? "" : ` [${s.default}]`;
-    return `  ${name}${def}\n      ${s.help}`;
+    const mark = "fingerprint" in s ? " *" : "";
+    return `  ${name}${def}${mark}\n      ${s.help}`;
   });
-  return `Settings (flag / environment variable [default]; the flag wins):\n${rows.join("\n")}\n  MUFOLD_LOG_LEVEL [info]\n      ${LOG_LEVELS.join(", ")} (JSON lines on stderr)\n`;
+  return (
+    `Settings (flag / environment variable [default]; the flag wins; * in the fingerprint of mufold config explain):\n` +
+    `${rows.join("\n")}\n`
+  );
+}
+
+/** Words of `text` in lines of at most `width` characters. */
+function wrap(text: string, width: number): string {
+  const lines: string[] = [];
+  for (const word of text.split(" ")) {
+    const last = lines.length - 1;
+    if (last >= 0 && lines[last]!.length + 1 + word.length <= width) lines[last] += ` ${word}`;
+    else lines.push(word);
+  }
+  return lines.join("\n");
 }
 
 const EXITS_CONNECTING = "Exit 1 when Kafka or Redis cannot be reached at start (one line naming it, within --connect-timeout-ms), 2 for a usage or settings error.";
@@ -84,7 +98,7 @@ stderr; a fatal error is one JSON line too.
   --http-host H   the address to listen on [127.0.0.1] (MUFOLD_HTTP_HOST)
 
 Exit 0 after a signal, 1 when the consumer stopped on an error. ${EXITS_CONNECTING}`,
-  { "http-port": str, "http-host": str },
+  {},
 );
 
 export const READ = streamSpec(
@@ -106,12 +120,15 @@ identity. ${EXITS_CONNECTING}`,
 
 export const REPLAY = streamSpec(
   "replay",
-  "[--verify] [--promote] [--keep-shadow] [--drop-after SECONDS] [--change-reducer-version] [--workers N] [--chunk-bytes BYTES] ",
+  "[--verify [--report FILE.html]] [--promote] [--keep-shadow] [--drop-after SECONDS] [--change-reducer-version] [--workers N] [--chunk-bytes BYTES] ",
   `
 Rebuild every projection from offset 0 into a shadow generation. Prints a
 JSON summary on stdout, a progress bar on a terminal, JSON log lines on stderr.
 
   --verify              compare the rebuilt projections with the live ones
+  --report FILE.html    with --verify: also write a self-contained page (summary,
+                        each identity's status, the first differing bytes of
+                        every mismatch) when the replay finishes
   --promote             make the rebuilt generation live
   --keep-shadow         keep the shadow generation when not promoting
   --drop-after SECONDS  after a promote, drop the old generation this much later [5]
@@ -129,7 +146,7 @@ Exit 0 when nothing differs (with --verify: every identity compared and
 equal), 1 otherwise or when Kafka or Redis cannot be reached at start, 2 for a
 usage or settings error or a topic that does not exist.`,
   // internal-worker (undocumented): how --workers starts its worker processes (IPC only).
-  { verify: bool, promote: bool, "keep-shadow": bool, "drop-after": str, "change-reducer-version": bool, workers: str, "chunk-bytes": str, "internal-worker": bool },
+  { verify: bool, report: str, promote: bool, "keep-shadow": bool, "drop-after": str, "change-reducer-version": bool, workers: str, "chunk-bytes": str, "internal-worker": bool },
 );
 
 export const SERVE = streamSpec(
@@ -140,8 +157,8 @@ Serve the read-only HTTP API over the live generation: /v1/projections,
 /v1/identities, /metrics, /healthz, /readyz. Starts even when Redis is down
 (/readyz answers 503 until it is back); stops on SIGTERM/SIGINT.
 
-  --port P   port to listen on [8080] (MUFOLD_HTTP_PORT)
-  --host H   address to listen on [127.0.0.1] (MUFOLD_HTTP_HOST)
+  --port P   port to listen on [8080] (or --http-port, MUFOLD_HTTP_PORT)
+  --host H   address to listen on [127.0.0.1] (or --http-host, MUFOLD_HTTP_HOST)
 
 Exit 0 after a signal, 2 for a usage or settings error, a port it cannot
 listen on, or Redis refusing the credentials.`,
@@ -190,8 +207,17 @@ export const CONFIG_EXPLAIN = streamSpec(
   "",
   `
 Print the effective settings as a content-free JSON receipt
-(mufold_config_receipt_v0): values and their sources, credentials only as
-present/absent, with a fingerprint. Connects nowhere.
+(mufold_config_receipt_v1): every setting below with its value and source
+(flag, env, default), credentials only as present/absent, and a fingerprint.
+Connects nowhere.
+
+The fingerprint covers the settings that change what mufold writes to Kafka
+or Redis, or where (marked * below, listed in the receipt's "fingerprinted"):
+${wrap(FINGERPRINT_SETTINGS.join(", ") + ".", 76)}
+
+Hosts with one fingerprint write the same bytes to the same places; logging,
+timeouts, retry budgets, memory and concurrency, HTTP, TLS and credentials
+may differ between them.
 
 Exit 0, or 2 with one line naming an invalid setting.`,
   {},
@@ -227,12 +253,6 @@ Run the fail-closed readback validator on a projection packet.
 
 Exit 0 valid, 1 invalid (with the reason), 2 unusable input.
 `,
-};
-
-/** The subcommands that take a second word. */
-export const GROUPS: Record<string, Record<string, CommandSpec>> = {
-  "reward-memory": { "utility-project": UTILITY_PROJECT, "utility-reduce": UTILITY_PROJECT, validate: VALIDATE },
-  config: { explain: CONFIG_EXPLAIN },
 };
 
 export const MAIN_USAGE = `usage: mufold <command> [flags]    (mufold <command> --help for one command)

@@ -1,9 +1,13 @@
 /** The streaming commands: produce, simulate, replay (fold and read have their own modules). */
+import { accessSync, constants, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { canonicalJson, PyJsonDecodeError } from "../core/index.js";
 import { resolveSettings, type Settings } from "../config/settings.js";
 import { createLogger } from "../observability/log.js";
 import { DEFAULT_CHUNK_BYTES, runReplay } from "../../consumers/replay.js";
 import { runReplayWorker } from "../../consumers/replay-worker.js";
+import { VerifyDetails } from "../../consumers/verify.js";
+import { verifyReportHtml } from "../../consumers/verify-report.js";
 import { openSender, prepareMessages, produce } from "../../producers/produce.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { simulate, DEFAULT_SIMULATION } from "../../producers/simulation.js";
@@ -108,6 +112,10 @@ export async function replayCommand(args: string[]): Promise<number> {
   const dropAfterSeconds = numberFlag(values["drop-after"], "drop-after", 5, { min: 0 });
   const workers = intFlag(values.workers, "workers", 1, { min: 1, max: 256 });
   const chunkBytes = intFlag(values["chunk-bytes"], "chunk-bytes", DEFAULT_CHUNK_BYTES, { min: 65_536 });
+  const reportPath = stringFlag(values, "report");
+  if (reportPath !== undefined) checkReportPath(reportPath, values.verify === true);
+  const details = reportPath === undefined ? undefined : new VerifyDetails();
+  const startedAt = new Date();
   const log = createLogger({ service: "mufold" });
   await preflight(settings, { topic: settings.topic, redis: true });
   const bar = progressBar("replay");
@@ -128,6 +136,7 @@ export async function replayCommand(args: string[]): Promise<number> {
         changeReducerVersion: values["change-reducer-version"] === true,
         workers,
         chunkBytes,
+        details,
         signal: abort.signal,
         onProgress: (p) => bar.update(p.consumed, p.total, p.elapsedSeconds),
       },
@@ -138,7 +147,21 @@ export async function replayCommand(args: string[]): Promise<number> {
     process.off("SIGTERM", onSignal);
     bar.done();
   }
+  if (reportPath !== undefined) {
+    writeFileSync(reportPath, verifyReportHtml({ summary, details: details!, topic: settings.topic, prefix: settings.prefix, startedAt, finishedAt: new Date() }));
+  }
   await writeOut(canonicalJson(JSON.parse(JSON.stringify(summary))) + "\n");
   // With --verify the exit code is the verdict: 0 only when every identity was compared and found equal.
   return summary.verified === false || summary.mismatches > 0 ? 1 : 0;
+}
+
+/** --report needs --verify, and a folder it can write into: refused before the replay starts, not after it. */
+function checkReportPath(path: string, verify: boolean): void {
+  if (!verify) throw new UsageError("--report needs --verify: the page reports what the verification compared");
+  const dir = dirname(resolve(path));
+  try {
+    accessSync(dir, constants.W_OK);
+  } catch (err) {
+    throw new UsageError(`--report ${path}: cannot write into ${dir} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+  }
 }

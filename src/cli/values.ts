@@ -1,21 +1,9 @@
-/** Typed values of command flags (and their environment variables), checked before any work. */
+/** Typed values of command flags, checked before any work (settings are checked by src/config/settings.ts). */
+import type { Settings } from "../config/settings.js";
 import { UsageError } from "./args.js";
 
 const INTEGER = /^[+-]?\d+$/;
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
-
-/** A TCP port, 0–65535; `source` names the flag or variable it came from. */
-export function parsePort(raw: string, source: string): number {
-  const port = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
-  if (!(port >= 0 && port <= 65535)) throw new UsageError(`invalid ${source} = ${JSON.stringify(raw)}: must be a port number from 0 to 65535`);
-  return port;
-}
-
-/** A listening host: not empty. */
-export function parseHost(raw: string, source: string): string {
-  if (raw.trim() === "") throw new UsageError(`invalid ${source}: empty`);
-  return raw;
-}
 
 export interface Range {
   min: number;
@@ -47,24 +35,11 @@ export function numberFlag(raw: string | boolean | undefined, name: string, fall
 }
 
 /**
- * Where to listen, from a port flag and a host flag (or MUFOLD_HTTP_PORT and
- * MUFOLD_HTTP_HOST); undefined when there is no port and no default port.
+ * Where to listen: the httpPort and httpHost settings (checked once, by the registry in
+ * src/config/settings.ts, for fold and serve alike), or `defaultPort` when no port is set;
+ * undefined when there is neither.
  */
-export function listenAddress(
-  values: Record<string, string | boolean | undefined>,
-  flags: { port: string; host: string },
-  defaultPort: number | undefined,
-  env: NodeJS.ProcessEnv = process.env,
-): { port: number; host: string } | undefined {
-  const flagPort = values[flags.port];
-  const port =
-    typeof flagPort === "string"
-      ? parsePort(flagPort, `--${flags.port}`)
-      : env.MUFOLD_HTTP_PORT !== undefined
-        ? parsePort(env.MUFOLD_HTTP_PORT, "MUFOLD_HTTP_PORT")
-        : defaultPort;
-  if (port === undefined) return undefined;
-  const flagHost = values[flags.host];
-  const host = typeof flagHost === "string" ? parseHost(flagHost, `--${flags.host}`) : parseHost(env.MUFOLD_HTTP_HOST ?? "127.0.0.1", "MUFOLD_HTTP_HOST");
-  return { port, host };
+export function listenAddress(settings: Pick<Settings, "httpPort" | "httpHost">, defaultPort: number | undefined): { port: number; host: string } | undefined {
+  const port = settings.httpPort ?? defaultPort;
+  return port === undefined ? undefined : { port, host: settings.httpHost };
 }

@@ -1,39 +1,94 @@
 /**
  * Reading projections back, for Node callers: find the current generation,
  * compute an identity from scope + snapshot refs, and fetch the packet bytes
- * with one Redis call. The optional validator runs the fail-closed readback
- * check before a packet is trusted.
+ * with one Redis call. `get` adds the typed packet, its ETag and its version;
+ * `subscribe` follows the change feed. Uses only the reader ACL role's
+ * commands (FCALL_RO, HGET, SSCAN, XREAD).
  */
 import type { Cluster, Redis } from "ioredis";
-import { normalizeContext, parsePyJson, reducerIdentity, validateProjection, DEFAULT_REDUCER_VERSION, type PyObject } from "../core/index.js";
+import { normalizeContext, parsePyJson, reducerIdentity, validateProjection, DEFAULT_REDUCER_VERSION, type PyObject, type Scope } from "../core/index.js";
+import { openRedis, readerClientSettings } from "../adapters/redis/connect.js";
 import { RedisStore } from "../adapters/redis/store.js";
+import { META_FIELDS, partIndex } from "../fold/keys.js";
+import { etagOf } from "../http/etag.js";
 import { MufoldError } from "../errors.js";
+import { followChanges, type FeedEvent, type SubscribeOptions } from "./change-feed.js";
+import { settingsOf, type ClientOptions } from "./options.js";
+import type { Projection } from "./projection.js";
 
+/** What names a projection without its identity: the scope, the two snapshots and the reducer version. */
 export interface ScopeRef {
-  scope: { agent_id: string; project_id: string; corpus_id: string; surface_id: string };
+  scope: Scope;
   retrieval_snapshot_ref: string;
   policy_snapshot_ref: string;
+  /** Default: the reader's reducer version (memory_utility_reducer_v0 unless configured). */
   reducer_version?: string;
 }
 
-/** The identity a consumer computes itself from what it knows. */
-export function identityOf(ref: ScopeRef): string {
+/** The identity a consumer computes itself from what it knows; throws ContractError for a ref that is not canonical. */
+export function identityOf(ref: ScopeRef, defaultReducerVersion: string = DEFAULT_REDUCER_VERSION): string {
   return reducerIdentity(
     normalizeContext({
       scope: { ...ref.scope },
       retrieval_snapshot_ref: ref.retrieval_snapshot_ref,
       policy_snapshot_ref: ref.policy_snapshot_ref,
-      reducer_version: ref.reducer_version ?? DEFAULT_REDUCER_VERSION,
+      reducer_version: ref.reducer_version ?? defaultReducerVersion,
     }),
   );
 }
 
+/** One packet as read. */
+export interface ProjectionRead {
+  identity: string;
+  /** The generation it was read from. */
+  generation: number;
+  /** The identity's version in that generation (every applied change adds 1). Versions of different generations are not comparable. */
+  version: number;
+  /** The packet: canonical JSON, exactly the reducer's bytes (UTF-8). */
+  text: string;
+  /** The packet parsed. */
+  projection: Projection;
+  /** `"<sha256 hex of the packet bytes>"`, the ETag `mufold serve` sends for it. */
+  etag: string;
+}
+
+export interface GetOptions {
+  /** Run the fail-closed readback validator first (throws ContractError if the packet is not valid). */
+  validate?: boolean;
+}
+
+const IDENTITY_RE = /^mur_[0-9a-f]{64}$/;
+const READ_ATTEMPTS = 5;
+
+/**
+ * Reads packets from Redis: `ProjectionReader.connect(options)` opens a
+ * reader's connection of its own; `new ProjectionReader(redis, prefix)` uses
+ * one you have.
+ */
 export class ProjectionReader {
+  /** @internal The storage adapter, for mufold's own commands and tests. */
   readonly store: RedisStore;
-  constructor(redis: Redis | Cluster, prefix = "mufold") {
+  private owned = false;
+
+  constructor(
+    readonly redis: Redis | Cluster,
+    readonly prefix = "mufold",
+    /** The reducer version of by-scope reads that do not name one. */
+    readonly reducerVersion: string = DEFAULT_REDUCER_VERSION,
+  ) {
     this.store = new RedisStore(redis, prefix);
   }
 
+  /** Connect with a reader's connection (options, else the environment, else the defaults); `close()` ends it. */
+  static async connect(options: ClientOptions = {}): Promise<ProjectionReader> {
+    const settings = settingsOf(options);
+    const redis = await openRedis(readerClientSettings(settings), settings.connectTimeoutMs);
+    const reader = new ProjectionReader(redis, settings.prefix, settings.reducerVersion);
+    reader.owned = true;
+    return reader;
+  }
+
+  /** The live generation; throws a MufoldError when there is none. */
   async generation(): Promise<number> {
     const generation = await this.store.liveGeneration();
     if (generation === null) throw new MufoldError("no mufold generation in Redis: nothing has been folded, or the state was lost (run `mufold replay --promote`)");
@@ -46,7 +101,7 @@ export class ProjectionReader {
   }
 
   async readByScope(ref: ScopeRef): Promise<string | null> {
-    return this.read(identityOf(ref));
+    return this.read(identityOf(ref, this.reducerVersion));
   }
 
   /** Read and run the readback validator; throws ContractError if the packet is not valid. */
@@ -55,7 +110,55 @@ export class ProjectionReader {
     return text === null ? null : validateProjection(parsePyJson(text));
   }
 
+  /**
+   * One packet by identity (`mur_…`) or by scope, with its version and ETag;
+   * null when there is no projection for it. The packet and the version are
+   * read consistently (the version is read before and after; a change in
+   * between reads again).
+   */
+  async get(target: string | ScopeRef, options: GetOptions = {}): Promise<ProjectionRead | null> {
+    const identity = typeof target === "string" ? target : identityOf(target, this.reducerVersion);
+    if (!IDENTITY_RE.test(identity)) throw new MufoldError(`invalid identity ${JSON.stringify(identity.slice(0, 80))}: must be mur_ followed by 64 lowercase hex digits`);
+    for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+      const generation = await this.generation();
+      const meta = this.store.keys(generation, identity)[partIndex("m")]!;
+      const before = await this.redis.hget(meta, META_FIELDS.version);
+      const text = await this.store.read(generation, identity);
+      const after = await this.redis.hget(meta, META_FIELDS.version);
+      if (text === null) {
+        // Unknown here, unless a promote moved the generation under the read.
+        if ((await this.generation()) === generation) return null;
+        continue;
+      }
+      if (before === null || before !== after) continue;
+      if (options.validate === true) validateProjection(parsePyJson(text));
+      const projection = JSON.parse(text) as Projection;
+      if (projection.schema_version !== "memory_utility_projection_v0") throw new MufoldError(`the packet of ${identity} is not a memory_utility_projection_v0 packet`);
+      return { identity, generation, version: Number(after), text, projection, etag: etagOf(text) };
+    }
+    throw new MufoldError(`the projection ${identity} changed during ${READ_ATTEMPTS} reads in a row: retry`, { retriable: true });
+  }
+
   async identities(generation?: number): Promise<string[]> {
     return this.store.listIdentities(generation ?? (await this.generation()));
+  }
+
+  /**
+   * Follow the change feed: a GenerationEvent first (and after each promote),
+   * then a ChangeEvent per applied change, newest version per identity only.
+   *
+   * ```ts
+   * for await (const event of reader.subscribe({ signal })) {
+   *   if (event.type === "change") console.log(event.identity, event.version, event.status);
+   * }
+   * ```
+   */
+  subscribe(options: SubscribeOptions = {}): AsyncGenerator<FeedEvent, void, undefined> {
+    return followChanges(this.redis, this.prefix, options);
+  }
+
+  /** Close the connection if `connect` opened it (a connection passed to the constructor stays the caller's). */
+  async close(): Promise<void> {
+    if (this.owned) await this.redis.quit().catch(() => this.redis.disconnect());
   }
 }

@@ -19,25 +19,35 @@ const OPAQUE_REF = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/;
 
 export interface SettingSpec {
   env: string;
-  /** Absent for a setting that must not appear on a command line (a password). */
+  /**
+   * Absent for a setting taken from the environment only: a password (never on a command line), the
+   * log level (read before the command's flags), the change feed and the retry budgets (deployment tuning).
+   */
   flag?: string;
   default: string;
   help: string;
   /** A boolean flag (`--x`, no value); the environment variable takes true/false/1/0. */
   boolean?: boolean;
+  /**
+   * Changes what mufold writes to Kafka or Redis, or where: part of the config fingerprint
+   * (`mufold config explain`), so two hosts with one fingerprint write the same bytes to the same places.
+   */
+  fingerprint?: true;
+  /** A credential: never shown (errors, `config explain`), only its presence. */
+  secret?: true;
 }
 
 export const SETTINGS = {
-  brokers: { env: "KAFKA_BROKERS", flag: "brokers", default: "127.0.0.1:9092", help: "Kafka bootstrap brokers, comma-separated host:port" },
-  redisUrl: { env: "REDIS_URL", flag: "redis-url", default: "redis://127.0.0.1:6379", help: "Redis URL: redis://[user:password@]host:port[/db] or rediss:// (TLS) for one node; redis+cluster://[user:password@]host:port[,host:port...] (or rediss+cluster://) for a Redis Cluster" },
-  topic: { env: "MUFOLD_TOPIC", flag: "topic", default: "memory-utility-observations", help: "observation topic (the DLQ is <topic>.dlq)" },
-  group: { env: "MUFOLD_GROUP", flag: "group", default: "mufold-fold", help: "consumer group of the fold" },
-  prefix: { env: "MUFOLD_PREFIX", flag: "prefix", default: "mufold", help: "Redis key prefix" },
-  reducerVersion: { env: "MUFOLD_REDUCER_VERSION", flag: "reducer-version", default: "memory_utility_reducer_v0", help: "reducer_version of the projections" },
-  partitions: { env: "MUFOLD_PARTITIONS", flag: "partitions", default: "12", help: "partitions when mufold creates the topic" },
-  replicationFactor: { env: "MUFOLD_REPLICATION_FACTOR", flag: "replication-factor", default: "broker", help: "replication factor when mufold creates a topic: broker (the broker's default.replication.factor) or a number from 1; with 3, give the topics min.insync.replicas=2 (docs/operations.md)" },
+  brokers: { env: "KAFKA_BROKERS", flag: "brokers", default: "127.0.0.1:9092", fingerprint: true, help: "Kafka bootstrap brokers, comma-separated host:port" },
+  redisUrl: { env: "REDIS_URL", flag: "redis-url", default: "redis://127.0.0.1:6379", fingerprint: true, help: "Redis URL: redis://[user:password@]host:port[/db] or rediss:// (TLS) for one node; redis+cluster://[user:password@]host:port[,host:port...] (or rediss+cluster://) for a Redis Cluster" },
+  topic: { env: "MUFOLD_TOPIC", flag: "topic", default: "memory-utility-observations", fingerprint: true, help: "observation topic (the DLQ is <topic>.dlq)" },
+  group: { env: "MUFOLD_GROUP", flag: "group", default: "mufold-fold", fingerprint: true, help: "consumer group of the fold" },
+  prefix: { env: "MUFOLD_PREFIX", flag: "prefix", default: "mufold", fingerprint: true, help: "Redis key prefix" },
+  reducerVersion: { env: "MUFOLD_REDUCER_VERSION", flag: "reducer-version", default: "memory_utility_reducer_v0", fingerprint: true, help: "reducer_version of the projections" },
+  partitions: { env: "MUFOLD_PARTITIONS", flag: "partitions", default: "12", fingerprint: true, help: "partitions when mufold creates the topic" },
+  replicationFactor: { env: "MUFOLD_REPLICATION_FACTOR", flag: "replication-factor", default: "broker", fingerprint: true, help: "replication factor when mufold creates a topic: broker (the broker's default.replication.factor) or a number from 1; with 3, give the topics min.insync.replicas=2 (docs/operations.md)" },
   cacheSize: { env: "MUFOLD_CACHE_SIZE", flag: "cache-size", default: "10000", help: "identities a worker keeps in memory" },
-  maxValueBytes: { env: "MUFOLD_MAX_VALUE_BYTES", flag: "max-value-bytes", default: "65536", help: "larger record values go to the DLQ" },
+  maxValueBytes: { env: "MUFOLD_MAX_VALUE_BYTES", flag: "max-value-bytes", default: "65536", fingerprint: true, help: "larger record values go to the DLQ" },
   allowFiniteRetention: { env: "MUFOLD_ALLOW_FINITE_RETENTION", flag: "allow-finite-retention", default: "false", boolean: true, help: "run on a topic that deletes records" },
   allowEvictingPolicy: { env: "MUFOLD_ALLOW_EVICTING_POLICY", flag: "allow-evicting-policy", default: "false", boolean: true, help: "fold even when Redis may evict mufold's keys (maxmemory-policy allkeys-*): evicted projection state is lost without an error" },
   clientId: { env: "MUFOLD_CLIENT_ID", flag: "client-id", default: "mufold", help: "Kafka client id" },
@@ -45,7 +55,7 @@ export const SETTINGS = {
   kafkaTlsCa: { env: "KAFKA_TLS_CA", flag: "kafka-tls-ca", default: "", help: "PEM file of the CA certificate(s) of the brokers (default: Node's trusted CAs); needs --kafka-tls" },
   kafkaSaslMechanism: { env: "KAFKA_SASL_MECHANISM", flag: "kafka-sasl-mechanism", default: "", help: "Kafka SASL mechanism: plain, scram-sha-256 or scram-sha-512 (empty: no SASL)" },
   kafkaSaslUsername: { env: "KAFKA_SASL_USERNAME", flag: "kafka-sasl-username", default: "", help: "Kafka SASL username" },
-  kafkaSaslPassword: { env: "KAFKA_SASL_PASSWORD", default: "", help: "Kafka SASL password (environment only, or --kafka-sasl-password-file)" },
+  kafkaSaslPassword: { env: "KAFKA_SASL_PASSWORD", default: "", secret: true, help: "Kafka SASL password (environment only, or --kafka-sasl-password-file)" },
   kafkaSaslPasswordFile: { env: "KAFKA_SASL_PASSWORD_FILE", flag: "kafka-sasl-password-file", default: "", help: "file whose content is the Kafka SASL password" },
   redisTlsCa: { env: "REDIS_TLS_CA", flag: "redis-tls-ca", default: "", help: "PEM file of the CA certificate(s) of Redis (needs a rediss:// or rediss+cluster:// URL)" },
   redisPasswordFile: { env: "REDIS_PASSWORD_FILE", flag: "redis-password-file", default: "", help: "file whose content is the Redis password (instead of one in REDIS_URL)" },
@@ -58,12 +68,32 @@ export const SETTINGS = {
   partitionsConcurrency: { env: "MUFOLD_PARTITIONS_CONCURRENCY", flag: "partitions-concurrency", default: "4", help: "batches (of different partitions) a worker folds at once" },
   identitiesInFlight: { env: "MUFOLD_IDENTITIES_IN_FLIGHT", flag: "identities-in-flight", default: "256", help: "identity writes a worker has in flight at once (across its batches)" },
   pauseLeaseSeconds: { env: "MUFOLD_PAUSE_LEASE_SECONDS", flag: "pause-lease-seconds", default: "30", help: "lease of a promote's fleet pause: if the replay stops renewing it (crash, kill), the folds resume after this" },
+  // The change feed (consumers/change-feed.ts): what the fold and the replay write besides the packets.
+  changeFeed: { env: "MUFOLD_CHANGE_FEED", default: "on", fingerprint: true, help: "on or off: the fold stores each packet's digest, appends every change to the generation's Redis stream and produces review proposals (off: none of them)" },
+  changeFeedMaxLen: { env: "MUFOLD_CHANGE_FEED_MAXLEN", default: "100000", fingerprint: true, help: "approximate cap (XADD MAXLEN ~) of each generation's change stream" },
+  proposalsTopic: { env: "MUFOLD_PROPOSALS_TOPIC", default: "", fingerprint: true, help: "Kafka topic for review proposals, created by mufold setup (empty: no proposals; ignored with the change feed off)" },
+  // HTTP: `fold` serves it only with a port; `serve` takes --port/--host too and listens on 8080 by default.
+  httpPort: { env: "MUFOLD_HTTP_PORT", flag: "http-port", default: "", help: "port of the HTTP API, /metrics, /healthz and /readyz: fold serves them only when set; serve (also --port) listens on 8080 when unset" },
+  httpHost: { env: "MUFOLD_HTTP_HOST", flag: "http-host", default: "127.0.0.1", help: "address the HTTP API listens on (serve: also --host)" },
+  logLevel: { env: "MUFOLD_LOG_LEVEL", default: "info", help: "debug, info, warn, error or silent (JSON lines on stderr)" },
+  // Retry budgets: how long a command insists before an error surfaces.
+  casMaxAttempts: { env: "MUFOLD_CAS_MAX_ATTEMPTS", default: "20", help: "attempts of one identity's version-checked write while other writers keep moving its version; then the batch fails and is retried" },
+  redisMaxRetriesPerRequest: { env: "MUFOLD_REDIS_MAX_RETRIES_PER_REQUEST", default: "20", help: "reconnections a Redis command waits through before it fails (ioredis maxRetriesPerRequest), for every connection but the fold's" },
+  foldRedisMaxRetriesPerRequest: { env: "MUFOLD_FOLD_REDIS_MAX_RETRIES_PER_REQUEST", default: "1", help: "the same for the fold's Redis connection: kept low, so a command fails fast while Redis is down and the fold's outage loop takes over (heartbeats, outage clock)" },
+  foldRedisCommandTimeoutMs: { env: "MUFOLD_FOLD_REDIS_COMMAND_TIMEOUT_MS", default: "10000", help: "a fold's Redis command without a reply this long fails (a hung connection), and the batch is retried" },
+  kafkaRetries: { env: "MUFOLD_KAFKA_RETRIES", default: "8", help: "retries of a failed Kafka request (kafkajs retry.retries), with exponential backoff between the next two" },
+  kafkaInitialRetryTimeMs: { env: "MUFOLD_KAFKA_INITIAL_RETRY_TIME_MS", default: "200", help: "first backoff of a Kafka retry (kafkajs retry.initialRetryTime)" },
+  kafkaMaxRetryTimeMs: { env: "MUFOLD_KAFKA_MAX_RETRY_TIME_MS", default: "5000", help: "longest backoff of a Kafka retry (kafkajs retry.maxRetryTime); at least the first one" },
+  kafkaConsumerRetries: { env: "MUFOLD_KAFKA_CONSUMER_RETRIES", default: "10", help: "retries of the fold's group consumer (kafkajs consumer retry.retries) before it crashes: restarted for a retriable error, else the fold exits" },
 } as const satisfies Record<string, SettingSpec>;
 
 export type SettingName = keyof typeof SETTINGS;
 export type SettingSource = "flag" | "env" | "default";
 
 export const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[];
+
+/** The settings in the config fingerprint (`mufold config explain`): those that change what mufold writes to Kafka or Redis, or where. */
+export const FINGERPRINT_SETTINGS: readonly SettingName[] = SETTING_NAMES.filter((name) => settingSpec(name).fingerprint === true);
 
 export function settingSpec(name: SettingName): SettingSpec {
   return SETTINGS[name];
@@ -102,10 +132,26 @@ export interface PemFile {
 }
 
 export const KAFKA_SASL_MECHANISMS = ["plain", "scram-sha-256", "scram-sha-512"] as const;
-export type KafkaSaslMechanism = (typeof KAFKA_SASL_MECHANISMS)[number];
+export const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+const KAFKA_TOPIC = /^[A-Za-z0-9._-]{1,200}$/;
+const FEED_ON = ["on", "true", "1", "yes"];
+const FEED_OFF = ["off", "false", "0", "no"];
 
 const bool = z.enum(["true", "false", "1", "0"], { message: "must be true, false, 1 or 0" }).transform((v) => v === "true" || v === "1");
 const optional = z.string().transform((s) => (s.trim() === "" ? undefined : s));
+
+/** A decimal integer in [min, max] (no sign, exponent, hex or empty string: a typo is refused, not read as 0). */
+function integer(min: number, max: number, message = `must be an integer from ${min} to ${max}`) {
+  return z.string().transform((s, ctx) => {
+    const v = s.trim();
+    const n = /^\d{1,16}$/.test(v) ? Number(v) : NaN;
+    if (Number.isSafeInteger(n) && n >= min && n <= max) return n;
+    ctx.addIssue({ code: "custom", message });
+    return z.NEVER;
+  });
+}
 
 const schema = z.object({
   brokers: z
@@ -118,7 +164,7 @@ const schema = z.object({
       /^(rediss?:\/\/|rediss?\+cluster:\/\/([^\s/@]*@)?[^\s:/@,]+:\d{1,5}(,[^\s:/@,]+:\d{1,5})*\/?$)/,
       "must be redis:// or rediss:// (one node), or redis+cluster://[user:password@]host:port[,host:port...] (Redis Cluster seed nodes; rediss+cluster:// for TLS)",
     ),
-  topic: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/, "must be a valid Kafka topic name"),
+  topic: z.string().regex(KAFKA_TOPIC, "must be a valid Kafka topic name"),
   group: z.string().min(1),
   prefix: z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, "letters, digits, _ . : - only"),
   reducerVersion: z.string().regex(OPAQUE_REF, "must be an opaque reference"),
@@ -157,6 +203,38 @@ const schema = z.object({
   partitionFetchMaxBytes: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024),
   partitionsConcurrency: z.coerce.number().int().min(1).max(1024),
   identitiesInFlight: z.coerce.number().int().min(1).max(100_000),
+  changeFeed: z.string().transform((s, ctx) => {
+    const v = s.trim().toLowerCase();
+    if (FEED_ON.includes(v)) return true;
+    if (FEED_OFF.includes(v)) return false;
+    ctx.addIssue({ code: "custom", message: "must be on or off" });
+    return z.NEVER;
+  }),
+  changeFeedMaxLen: integer(1, Number.MAX_SAFE_INTEGER, "must be a positive integer"),
+  proposalsTopic: z.string().transform((s, ctx): string | null => {
+    const v = s.trim();
+    if (v === "") return null;
+    if (KAFKA_TOPIC.test(v)) return v;
+    ctx.addIssue({ code: "custom", message: "must be a valid Kafka topic name (or empty for none)" });
+    return z.NEVER;
+  }),
+  httpPort: z.string().transform((s, ctx): number | undefined => {
+    if (s === "") return undefined;
+    const port = /^\d{1,5}$/.test(s) ? Number(s) : NaN;
+    if (port >= 0 && port <= 65_535) return port;
+    ctx.addIssue({ code: "custom", message: "must be a port number from 0 to 65535" });
+    return z.NEVER;
+  }),
+  httpHost: z.string().refine((s) => s.trim() !== "", "must not be empty"),
+  logLevel: z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(", ")}` }),
+  casMaxAttempts: integer(1, 1_000),
+  redisMaxRetriesPerRequest: integer(0, 1_000),
+  foldRedisMaxRetriesPerRequest: integer(0, 100),
+  foldRedisCommandTimeoutMs: integer(100, 600_000),
+  kafkaRetries: integer(0, 100),
+  kafkaInitialRetryTimeMs: integer(1, 60_000),
+  kafkaMaxRetryTimeMs: integer(1, 600_000),
+  kafkaConsumerRetries: integer(0, 100),
 });
 
 type Parsed = z.infer<typeof schema>;
@@ -221,13 +299,14 @@ export function redactUrl(url: string): string {
 }
 
 function shown(name: SettingName, raw: string | undefined): string {
-  if (name === "kafkaSaslPassword") return "[redacted]";
+  if (settingSpec(name).secret) return "[redacted]";
   if (name === "redisUrl" && raw !== undefined) return JSON.stringify(redactUrl(raw));
   return JSON.stringify(raw);
 }
 
-function invalid(name: SettingName, raw: string | undefined, message: string): MufoldError {
-  return new MufoldError(`invalid setting ${name} (${describeSetting(name)}) = ${shown(name, raw)}: ${message}`);
+/** `describe` names the setting as the user gave it (a command's own flag for it, see ResolveOptions.aliases). */
+function invalid(name: SettingName, raw: string | undefined, message: string, describe = describeSetting(name)): MufoldError {
+  return new MufoldError(`invalid setting ${name} (${describe}) = ${shown(name, raw)}: ${message}`);
 }
 
 function readSettingFile(name: SettingName, path: string): string {
@@ -252,13 +331,29 @@ function readPassword(name: SettingName, path: string): Secret {
   return new Secret(text);
 }
 
+export interface ResolveOptions {
+  /**
+   * A command's own flag for a setting, taken instead of the setting's flag and named in its errors
+   * (`mufold serve --port` for httpPort). Giving both is refused.
+   */
+  aliases?: Partial<Record<SettingName, string>>;
+}
+
+type Flags = Partial<Record<string, string | boolean | undefined>>;
+
 /** Resolve settings from flags and the environment, with the source of each; throws a MufoldError naming the bad setting. */
-export function resolveSettingsWithSources(flags: Partial<Record<string, string | boolean | undefined>> = {}, env: NodeJS.ProcessEnv = process.env): ResolvedSettings {
+export function resolveSettingsWithSources(flags: Flags = {}, env: NodeJS.ProcessEnv = process.env, options: ResolveOptions = {}): ResolvedSettings {
   const raw = {} as Record<SettingName, string>;
   const sources = {} as Record<SettingName, SettingSource>;
+  const described: Partial<Record<SettingName, string>> = {};
   for (const name of SETTING_NAMES) {
     const spec = settingSpec(name);
-    const flag = spec.flag === undefined ? undefined : flags[spec.flag];
+    const alias = options.aliases?.[name];
+    const own = spec.flag === undefined ? undefined : flags[spec.flag];
+    const aliased = alias === undefined ? undefined : flags[alias];
+    if (aliased !== undefined && own !== undefined) throw new MufoldError(`--${alias} and --${spec.flag} both set ${name}: give one of them`);
+    if (aliased !== undefined) described[name] = `--${alias} / ${spec.env}`;
+    const flag = aliased ?? own;
     const fromEnv = env[spec.env];
     if (flag !== undefined) {
       raw[name] = String(flag);
@@ -275,14 +370,33 @@ export function resolveSettingsWithSources(flags: Partial<Record<string, string 
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0]) as SettingName;
-    throw invalid(name, raw[name], issue.message);
+    throw invalid(name, raw[name], issue.message, described[name]);
   }
   return { settings: secure(parsed.data, raw), sources };
 }
 
 /** Resolve settings from flags and the environment; throws a MufoldError naming the bad setting. */
-export function resolveSettings(flags: Partial<Record<string, string | boolean | undefined>> = {}, env: NodeJS.ProcessEnv = process.env): Settings {
-  return resolveSettingsWithSources(flags, env).settings;
+export function resolveSettings(flags: Flags = {}, env: NodeJS.ProcessEnv = process.env, options: ResolveOptions = {}): Settings {
+  return resolveSettingsWithSources(flags, env, options).settings;
+}
+
+type Fields = typeof schema.shape;
+
+/**
+ * One setting from the environment alone (or its default), checked by the same rule as in
+ * resolveSettings: for what is needed before the flags are parsed (the log level).
+ */
+export function settingFromEnv<N extends SettingName>(name: N, env: NodeJS.ProcessEnv = process.env): z.output<Fields[N]> {
+  const raw = env[settingSpec(name).env] ?? settingSpec(name).default;
+  const field: z.ZodType = schema.shape[name];
+  const parsed = field.safeParse(raw);
+  if (!parsed.success) throw invalid(name, raw, parsed.error.issues[0]!.message);
+  return parsed.data as z.output<Fields[N]>;
+}
+
+/** A setting's default, parsed: for an adapter's fallback when a caller passes no value (one place for each default). */
+export function settingDefault<N extends SettingName>(name: N): z.output<Fields[N]> {
+  return settingFromEnv(name, {});
 }
 
 /** The cross-setting checks of the security settings, and the files they name. */
@@ -328,6 +442,9 @@ function secure(p: Parsed, raw: Record<SettingName, string>): Settings {
   }
   if (p.heartbeatIntervalMs * 3 > p.sessionTimeoutMs) {
     throw invalid("heartbeatIntervalMs", raw.heartbeatIntervalMs, `must be at most a third of sessionTimeoutMs (${describeSetting("sessionTimeoutMs")}) = ${p.sessionTimeoutMs}`);
+  }
+  if (p.kafkaMaxRetryTimeMs < p.kafkaInitialRetryTimeMs) {
+    throw invalid("kafkaMaxRetryTimeMs", raw.kafkaMaxRetryTimeMs, `must be at least kafkaInitialRetryTimeMs (${describeSetting("kafkaInitialRetryTimeMs")}) = ${p.kafkaInitialRetryTimeMs}`);
   }
   const redisPassword = p.redisPasswordFile === undefined ? undefined : readPassword("redisPasswordFile", p.redisPasswordFile);
 

@@ -134,7 +134,7 @@ export function historyEntryToPy(entry: HistoryEntry): PyObject {
   return { ...(entry as unknown as PyObject), confidence: new PyFloat(entry.confidence) };
 }
 
-/** `_bound_history`: chronological; past 256, keep every subject's latest, then the newest others. */
+/** `_bound_history`: chronological; past MAX_PROJECTION_HISTORY (256), keep every subject's latest, then the newest others. */
 export function boundHistory<T extends HistoryEntry>(history: readonly T[]): [T[], boolean] {
   const ordered = [...history].sort(compareOrder);
   if (ordered.length <= MAX_PROJECTION_HISTORY) return [ordered, false];

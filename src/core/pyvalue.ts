@@ -25,15 +25,6 @@ export function isPyObject(value: unknown): value is PyObject {
   );
 }
 
-export function isPyInt(value: unknown): value is PyInt {
-  return typeof value === "bigint" || (typeof value === "number" && Number.isInteger(value));
-}
-
-/** Python `isinstance(v, (int, float)) and not isinstance(v, bool)`. */
-export function isPyNumber(value: unknown): value is PyInt | PyFloat {
-  return isPyInt(value) || value instanceof PyFloat;
-}
-
 /** Python truthiness, as in `value or ""`. */
 export function pyTruthy(value: PyValue | undefined): boolean {
   if (value === null || value === undefined || value === false) return false;

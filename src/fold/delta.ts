@@ -1,5 +1,5 @@
 /** The writes that turn one stored PartsView into the next: only what changed. */
-import type { IdentityPart } from "./keys.js";
+import { META_FIELDS, type IdentityPart } from "./keys.js";
 import type { PartsChanges } from "../core/identity-parts.js";
 import type { PartsView } from "../core/packet-parts.js";
 import { MAX_PROJECTION_HISTORY } from "../core/projection-limits.js";
@@ -32,16 +32,16 @@ export interface Scalars {
 /** The writes of one flush: the changed scalars, and each changed subject, history entry and conflict. */
 export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChanges, sealing: boolean): PartOp[] {
   const ops: PartOp[] = [];
-  if (next.rejected !== prev.rejected) ops.push(next.rejected === null ? hdel("m", "rej") : hset("m", "rej", next.rejected));
+  if (next.rejected !== prev.rejected) ops.push(next.rejected === null ? hdel("m", META_FIELDS.rejected) : hset("m", META_FIELDS.rejected, next.rejected));
   if (next.deliveries !== prev.deliveries) ops.push(hset("m", "n", String(next.deliveries)));
   if (sealing) {
     // Past 1024 deliveries the packet is a constant rejected packet: drop the rest.
-    if (prev.skeleton !== "") ops.push(hdel("m", "skel"), hdel("m", "acc"));
+    if (prev.skeleton !== "") ops.push(hdel("m", META_FIELDS.skeleton), hdel("m", META_FIELDS.accepted));
     for (const part of SEALED_PARTS) ops.push({ op: "DEL", part, field: "", value: "" });
     return ops;
   }
-  if (next.skeleton !== prev.skeleton) ops.push(hset("m", "skel", next.skeleton));
-  if (next.accepted !== prev.accepted) ops.push(hset("m", "acc", String(next.accepted)));
+  if (next.skeleton !== prev.skeleton) ops.push(hset("m", META_FIELDS.skeleton, next.skeleton));
+  if (next.accepted !== prev.accepted) ops.push(hset("m", META_FIELDS.accepted, String(next.accepted)));
   // Each subject's latest history member is read only past the history bound: kept exactly there, absent below.
   const latestNeeded = next.accepted > MAX_PROJECTION_HISTORY;
   const latestKept = latestNeeded && prev.accepted > MAX_PROJECTION_HISTORY;

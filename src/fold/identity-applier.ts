@@ -51,6 +51,11 @@ export interface ApplierOptions {
   fresh?: boolean;
   /** Identity writes in flight at once, across concurrent applyAll calls (default 256): bounds the memory a batch holds. */
   inFlight?: number;
+  /**
+   * Attempts of one identity's version-checked write before the stale version is thrown (the batch is then
+   * retried): the casMaxAttempts setting, passed in by the fold and the replay (default DEFAULT_CAS_ATTEMPTS).
+   */
+  casAttempts?: number;
 }
 
 export interface ApplyStats {
@@ -74,7 +79,8 @@ function feedChange(identity: string, version: number, note: ChangeNote, parts: 
   return { identity, version, status: note.status, digest: note.digest, deliveries: note.deliveries, proposals, repeated };
 }
 
-const MAX_CAS_ATTEMPTS = 20;
+/** The casMaxAttempts setting's default (src/config/settings.ts; a unit test keeps the two equal): the engine reads no settings. */
+export const DEFAULT_CAS_ATTEMPTS = 20;
 
 export class IdentityApplier {
   private cache = new Map<string, IdentityModel>();
@@ -82,6 +88,7 @@ export class IdentityApplier {
   feed: boolean;
   private readonly fresh: boolean;
   private readonly inFlight: number;
+  private readonly casAttempts: number;
   private active = 0;
   private readonly waiting: (() => void)[] = [];
   /** The apply in flight per identity: concurrent batches (other partitions) take turns on one identity. */
@@ -97,6 +104,7 @@ export class IdentityApplier {
     this.feed = options.feed ?? true;
     this.fresh = options.fresh ?? false;
     this.inFlight = options.inFlight ?? 256;
+    this.casAttempts = options.casAttempts ?? DEFAULT_CAS_ATTEMPTS;
   }
 
   /** Run `f` once fewer than `inFlight` identities are being applied. */
@@ -181,7 +189,7 @@ export class IdentityApplier {
         if (wasNew) stats.newIdentities.push(batch.identity);
         return;
       } catch (err) {
-        if (!(err instanceof StaleVersionError) || attempt >= MAX_CAS_ATTEMPTS) throw err;
+        if (!(err instanceof StaleVersionError) || attempt >= this.casAttempts) throw err;
         stats.casRetries++;
         model = undefined; // another writer moved it: reload, the watermarks drop what it applied
         if (this.fresh) this.written.add(key); // it exists now: load it

@@ -24,7 +24,7 @@ import { MAX_PROJECTION_OBSERVATIONS } from "../core/projection-limits.js";
 import { decodeStoredState, storedRecord } from "./delivery-record.js";
 import { opsForChanges, type PartOp, type Scalars } from "./delta.js";
 import type { PartsView } from "../core/packet-parts.js";
-import { watermarkField } from "./keys.js";
+import { META_FIELDS, watermarkField } from "./keys.js";
 
 export interface Delivery {
   observation: Observation;
@@ -66,7 +66,8 @@ export interface Plan {
 }
 
 /** Meta fields of the change feed (see ChangeNote). */
-export const DIGEST_FIELD = "dig";
+/** The meta field holding the content digest. */
+export const DIGEST_FIELD = META_FIELDS.digest;
 export const CHANGE_FIELD = "chg";
 
 /** `"status":"…"` in a canonical (rejected) packet or a skeleton in the stored form (compact-json.ts). */
@@ -142,7 +143,7 @@ export class IdentityModel {
   /** Rebuild from stored meta, delivery records and history entries (the cache-miss path; see delivery-record.ts). */
   static fromStored(identity: string, context: ReducerContext, meta: Record<string, string>, records: ReadonlyMap<string, string>, history: ReadonlyMap<string, string> = new Map()): IdentityModel {
     const model = new IdentityModel(identity, context);
-    model.version = Number(meta.v ?? "0");
+    model.version = Number(meta[META_FIELDS.version] ?? "0");
     for (const [field, value] of Object.entries(meta)) if (field.startsWith("w:")) model.watermarks.set(field, BigInt(value));
     model.storedDigest = meta[DIGEST_FIELD] ?? null;
     model.storedChange = meta[CHANGE_FIELD] ?? null;

@@ -27,7 +27,6 @@ import { Readiness, type CheckResult, type ReadinessCheck } from "./readiness.js
 
 export const IDENTITY_RE = /^mur_[0-9a-f]{64}$/;
 export const SCOPE_PARAMS = ["agent_id", "project_id", "corpus_id", "surface_id"] as const;
-export const REF_PARAMS = ["retrieval_snapshot_ref", "policy_snapshot_ref"] as const;
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
 

@@ -1,6 +1,7 @@
 /**
- * Structured JSON-lines logs on stderr, with levels (MUFOLD_LOG_LEVEL: debug,
- * info, warn, error, silent; anything else is refused), on pino.
+ * Structured JSON-lines logs on stderr, with levels (the logLevel setting,
+ * MUFOLD_LOG_LEVEL: debug, info, warn, error, silent; anything else is
+ * refused), on pino.
  *
  * One line per event: `{"level":"info","time":"<ISO 8601>",<base fields>,<child fields>,<event fields>,"msg":"…"}`.
  * bigint values are written as decimal strings (Kafka offsets stay exact),
@@ -8,10 +9,10 @@
  * arrays; cycles become "[Circular]".
  */
 import { pino, type Logger as PinoLogger } from "pino";
+import { LOG_LEVELS, settingFromEnv, type LogLevel } from "../config/settings.js";
 import { MufoldError } from "../errors.js";
 
-const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 } as const;
-export type LogLevel = keyof typeof LEVELS;
+export { LOG_LEVELS, type LogLevel };
 
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
@@ -81,18 +82,16 @@ function wrap(p: PinoLogger): Logger {
   };
 }
 
-export const LOG_LEVELS = Object.keys(LEVELS) as LogLevel[];
-
 function isLevel(level: unknown): level is LogLevel {
-  return typeof level === "string" && Object.prototype.hasOwnProperty.call(LEVELS, level);
+  return (LOG_LEVELS as readonly unknown[]).includes(level);
 }
 
-/** MUFOLD_LOG_LEVEL, or "info" when unset; an unknown level is a MufoldError naming the variable. */
+/**
+ * The logLevel setting (MUFOLD_LOG_LEVEL, default info) alone, by the registry's rule: read before a
+ * command parses its flags. An unknown level is a MufoldError naming the variable.
+ */
 export function logLevelFromEnv(env: NodeJS.ProcessEnv = process.env): LogLevel {
-  const raw = env.MUFOLD_LOG_LEVEL;
-  if (raw === undefined) return "info";
-  if (!isLevel(raw)) throw new MufoldError(`invalid MUFOLD_LOG_LEVEL = ${JSON.stringify(raw)}: must be one of ${LOG_LEVELS.join(", ")}`);
-  return raw;
+  return settingFromEnv("logLevel", env);
 }
 
 /**

@@ -2,19 +2,29 @@
  * Prometheus metrics (prom-client). `createFoldMetrics()` builds a fresh
  * Registry — never prom-client's global one, so several workers or tests in one
  * process do not collide — with the fold's metrics and Node's default process
- * metrics (`process_*`, `nodejs_*`). Serve it with `startHttpServer({ registry })`
- * (`GET /metrics`).
+ * metrics (`process_*`, `nodejs_*`), and `mufold_build_info` when the caller
+ * says what it runs. Serve it with `startHttpServer({ registry })` (`GET /metrics`).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 /** Seconds buckets for a batch and an apply: 1 ms … 30 s. */
 export const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
+/** What a process runs, for `mufold_build_info`: the caller knows its package version (src/cli reads package.json). */
+export interface BuildInfo {
+  /** The mufold package version. */
+  version: string;
+  /** The reducer version the process folds or reads (MUFOLD_REDUCER_VERSION). */
+  reducerVersion: string;
+}
+
 export interface RegistryOptions {
   /** Register Node's default process metrics (default true). */
   defaultMetrics?: boolean;
   /** Labels added to every series of the registry, e.g. `{ worker: "host:pid" }`. */
   labels?: Record<string, string>;
+  /** Add `mufold_build_info{version,node,reducer_version} 1`. */
+  build?: BuildInfo;
 }
 
 export interface FoldMetrics {
@@ -35,8 +45,8 @@ export interface FoldMetrics {
   readonly batchSeconds: Histogram;
   /** `mufold_apply_seconds`: wall time of applying one batch's identities to Redis (all `mufold_apply_v1` calls, retries included). */
   readonly applySeconds: Histogram;
-  /** `mufold_consumer_lag{partition}`: records between the last folded offset and the partition's high watermark, per owned partition. */
-  readonly consumerLag: Gauge<"partition">;
+  /** `mufold_consumer_lag{topic,partition}`: records between the last folded offset and the partition's high watermark, per owned partition. */
+  readonly consumerLag: Gauge<"topic" | "partition">;
   /** `mufold_identities_cached`: identity models held in the worker's LRU cache. */
   readonly identitiesCached: Gauge;
   /** `mufold_partitions_parked{topic,partition}`: 1 for each partition this worker holds at a batch it cannot decode. */
@@ -48,12 +58,30 @@ export function createRegistry(options: RegistryOptions = {}): Registry {
   const registry = new Registry();
   if (options.labels !== undefined) registry.setDefaultLabels(options.labels);
   if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
+  if (options.build !== undefined) registerBuildInfo(registry, options.build);
   return registry;
+}
+
+/**
+ * `mufold_build_info{version,node,reducer_version}`, always 1: the usual info
+ * gauge, so a dashboard can count the fleet's workers by version and join it
+ * onto other series.
+ */
+export function registerBuildInfo(registry: Registry, build: BuildInfo): Gauge<"version" | "node" | "reducer_version"> {
+  const gauge = new Gauge({
+    name: "mufold_build_info",
+    help: "The running mufold: package version, Node version and reducer version; always 1.",
+    labelNames: ["version", "node", "reducer_version"] as const,
+    registers: [registry],
+  });
+  gauge.set({ version: build.version, node: process.version, reducer_version: build.reducerVersion }, 1);
+  return gauge;
 }
 
 /** The fold's metrics in a new registry (or in `registry`, which must not hold them yet). */
 export function createFoldMetrics(options: RegistryOptions & { registry?: Registry } = {}): FoldMetrics {
   const registry = options.registry ?? createRegistry(options);
+  if (options.registry !== undefined && options.build !== undefined) registerBuildInfo(registry, options.build);
   const registers = [registry];
   return {
     registry,
@@ -103,7 +131,7 @@ export function createFoldMetrics(options: RegistryOptions & { registry?: Regist
     consumerLag: new Gauge({
       name: "mufold_consumer_lag",
       help: "Records between the last folded offset and the partition's high watermark.",
-      labelNames: ["partition"] as const,
+      labelNames: ["topic", "partition"] as const,
       registers,
     }),
     identitiesCached: new Gauge({

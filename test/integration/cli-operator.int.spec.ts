@@ -240,10 +240,19 @@ describe("serve with Redis down", () => {
 });
 
 describe("start-up checks in a real process", () => {
-  it("fold --http-port abc exits 2 at once instead of running on", async () => {
-    const r = await mufold(["fold", "--http-port", "abc"], {}, { killAfterMs: 10_000 });
-    expect(r.code).toBe(2);
-    expect(fatal(r).msg).toMatch(/^invalid --http-port = "abc"/);
+  it("fold --http-port abc exits 2 at once, checked as serve checks its port, without connecting anywhere", async () => {
+    const silent = await silentServer();
+    cleanups.push(() => silent.close());
+    const env = { KAFKA_BROKERS: `127.0.0.1:${silent.port}`, REDIS_URL: `redis://127.0.0.1:${silent.port}` };
+    const [fold, serve] = await Promise.all([
+      mufold(["fold", "--http-port", "abc"], env, { killAfterMs: 10_000 }),
+      mufold(["serve", "--http-port", "abc"], env, { killAfterMs: 10_000 }),
+    ]);
+    for (const r of [fold, serve]) {
+      expect(r.code).toBe(2);
+      expect(fatal(r).msg).toBe('invalid setting httpPort (--http-port / MUFOLD_HTTP_PORT) = "abc": must be a port number from 0 to 65535');
+    }
+    expect(silent.connections()).toBe(0);
   });
 
   it("demo --help and --version answer without connecting anywhere", async () => {

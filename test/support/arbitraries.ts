@@ -327,12 +327,6 @@ export function pyFloatRepr(x: number): string {
   return `${sign}${mant}e${exp < 0 ? "-" : "+"}${e < 10 ? "0" : ""}${e}`;
 }
 
-/** A JSON lexeme that Python's json.loads turns into exactly this float (never an int). */
-export function floatLexeme(x: number): string {
-  if (!Number.isFinite(x)) throw new Error("floatLexeme: non-finite");
-  return pyFloatRepr(x).replace("e+", "e");
-}
-
 /** Equivalent JSON lexemes for a confidence value (ints allowed: Python float() makes them equal). */
 function confidenceLexemes(x: number): string[] {
   const out = new Set<string>();
@@ -1436,10 +1430,6 @@ export function observationCase(opts: { validRate?: number } = {}): fc.Arbitrary
 }
 
 /** One observation as JSON text, valid or malformed. */
-export function observationText(opts: { validRate?: number } = {}): fc.Arbitrary<string> {
-  return observationCase(opts).map((c) => c.text);
-}
-
 // ---------------------------------------------------------------------------
 // Byte order marks (cli-bom.ref.spec.ts): the same text as the bytes of a
 // file or a record value, with or without a UTF-8 BOM where a decoder might

@@ -5,23 +5,6 @@
 // build valid observations, so it must not share bugs with the code under test.
 import { createHash } from "node:crypto";
 
-export const OBSERVATION_IDENTITY_FIELDS = [
-  "schema_version",
-  "scope",
-  "application_receipt_id",
-  "memory_ref_digests",
-  "retrieval_snapshot_ref",
-  "policy_snapshot_ref",
-  "outcome_ref",
-  "attribution_level",
-  "evidence_basis",
-  "evidence_refs",
-  "evaluator_ref",
-  "evaluation_version",
-] as const;
-
-export type ObservationIdentityField = (typeof OBSERVATION_IDENTITY_FIELDS)[number];
-
 export interface ObservationScope {
   agent_id: string;
   project_id: string;
@@ -52,10 +35,6 @@ const PY_WHITESPACE = new Set<number>([
   0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028,
   0x2029, 0x202f, 0x205f, 0x3000,
 ]);
-
-export function isPyWhitespace(ch: string): boolean {
-  return ch.length === 1 && PY_WHITESPACE.has(ch.charCodeAt(0));
-}
 
 /** Python `str.strip()` (no argument). */
 export function pyStrip(s: string): string {

@@ -31,46 +31,6 @@ export interface ProjectResponse {
   crash?: string;
 }
 
-export interface OkResponse {
-  ok: boolean;
-  error?: string;
-  type?: string;
-  /** Set when the request itself was malformed (unknown op, bad JSON line, missing field). */
-  protocol_error?: boolean;
-}
-
-export type ValidateResponse = OkResponse;
-export interface ObservationResponse extends OkResponse {
-  normalized?: string;
-  reason_code?: string | null;
-}
-export interface BuildResponse extends OkResponse {
-  observation?: string;
-}
-export interface IdResponse extends OkResponse {
-  id?: string;
-}
-export interface CanonicalResponse extends OkResponse {
-  out?: string;
-}
-export interface FromIsoFormatResponse extends OkResponse {
-  /** [year, month, day, hour, minute, second, microsecond] */
-  fields?: [number, number, number, number, number, number, number];
-  /** utcoffset() in whole microseconds, null for a naive result */
-  offset_us?: number | null;
-}
-export interface OrderResponse extends OkResponse {
-  sorted?: string[];
-}
-export interface StringResponse extends OkResponse {
-  out?: string;
-}
-export interface TimeProjectResponse {
-  seconds_per_run: number;
-  repeat: number;
-  exit: number;
-}
-
 function setupHint(detail: string): Error {
   return new Error(
     "The loopx reference oracle is not available.\n" +

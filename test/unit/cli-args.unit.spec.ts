@@ -3,7 +3,10 @@ import { describe, expect, it } from "vitest";
 import { UsageError, parseCommandArgs, type CommandSpec } from "../../src/cli/args.js";
 import { readTarget } from "../../src/cli/read.js";
 import { READ, UTILITY_PROJECT } from "../../src/cli/specs.js";
-import { intFlag, listenAddress, numberFlag, parsePort } from "../../src/cli/values.js";
+import { SERVE_ALIASES } from "../../src/cli/serve.js";
+import { intFlag, listenAddress, numberFlag } from "../../src/cli/values.js";
+import { resolveSettings } from "../../src/config/settings.js";
+import { MufoldError } from "../../src/errors.js";
 import { identityOf } from "../../src/client/readback.js";
 
 const spec: CommandSpec = { name: "t", usage: "usage: t\n", flags: { input: { type: "string" }, raw: { type: "boolean" }, rate: { type: "string" } } };
@@ -62,21 +65,40 @@ describe("parseCommandArgs", () => {
 });
 
 describe("typed flag values", () => {
-  it("ports: 0-65535 digits only, the source named", () => {
-    expect(parsePort("0", "--port")).toBe(0);
-    expect(parsePort("65535", "--port")).toBe(65535);
-    for (const bad of ["abc", "-1", "65536", "80.5", "", " 80", "1e3"]) {
-      expect(usageError(() => parsePort(bad, "--http-port"))).toBe(`invalid --http-port = ${JSON.stringify(bad)}: must be a port number from 0 to 65535`);
+  // fold's --http-port, serve's --port and MUFOLD_HTTP_PORT are one setting (httpPort), checked by the registry.
+  const fold = (flags: Record<string, string>, env: Record<string, string> = {}) => resolveSettings(flags, env);
+  const serve = (flags: Record<string, string>, env: Record<string, string> = {}) => resolveSettings(flags, env, { aliases: SERVE_ALIASES });
+  const settingError = (f: () => unknown): string => {
+    try {
+      f();
+    } catch (err) {
+      expect(err).toBeInstanceOf(MufoldError);
+      return (err as Error).message;
     }
+    throw new Error("expected a MufoldError");
+  };
+
+  it("ports: 0-65535 digits only, one check for fold and serve, naming the flag or variable given", () => {
+    expect(fold({ "http-port": "0" }).httpPort).toBe(0);
+    expect(serve({ port: "65535" }).httpPort).toBe(65535);
+    expect(fold({}, { MUFOLD_HTTP_PORT: "9100" }).httpPort).toBe(9100);
+    for (const bad of ["abc", "-1", "65536", "80.5", " 80", "1e3"]) {
+      const why = `= ${JSON.stringify(bad)}: must be a port number from 0 to 65535`;
+      expect(settingError(() => fold({ "http-port": bad }))).toBe(`invalid setting httpPort (--http-port / MUFOLD_HTTP_PORT) ${why}`);
+      expect(settingError(() => serve({ "http-port": bad }))).toBe(`invalid setting httpPort (--http-port / MUFOLD_HTTP_PORT) ${why}`);
+      expect(settingError(() => serve({ port: bad }))).toBe(`invalid setting httpPort (--port / MUFOLD_HTTP_PORT) ${why}`);
+      expect(settingError(() => fold({}, { MUFOLD_HTTP_PORT: bad }))).toBe(`invalid setting httpPort (--http-port / MUFOLD_HTTP_PORT) ${why}`);
+      expect(settingError(() => serve({}, { MUFOLD_HTTP_PORT: bad }))).toBe(`invalid setting httpPort (--http-port / MUFOLD_HTTP_PORT) ${why}`);
+    }
+    expect(settingError(() => serve({ port: "80", "http-port": "81" }))).toBe("--port and --http-port both set httpPort: give one of them");
   });
 
-  it("fold and serve share one port check, for the flag and for MUFOLD_HTTP_PORT", () => {
-    expect(listenAddress({}, { port: "http-port", host: "http-host" }, undefined, {})).toBeUndefined();
-    expect(listenAddress({ "http-port": "9100" }, { port: "http-port", host: "http-host" }, undefined, {})).toEqual({ port: 9100, host: "127.0.0.1" });
-    expect(listenAddress({}, { port: "port", host: "host" }, 8080, { MUFOLD_HTTP_HOST: "0.0.0.0" })).toEqual({ port: 8080, host: "0.0.0.0" });
-    expect(usageError(() => listenAddress({ "http-port": "abc" }, { port: "http-port", host: "http-host" }, undefined, {}))).toMatch(/^invalid --http-port = "abc"/);
-    expect(usageError(() => listenAddress({}, { port: "port", host: "host" }, 8080, { MUFOLD_HTTP_PORT: "x" }))).toMatch(/^invalid MUFOLD_HTTP_PORT = "x"/);
-    expect(usageError(() => listenAddress({ host: " " }, { port: "port", host: "host" }, 8080, {}))).toBe("invalid --host: empty");
+  it("where to listen: fold only with a port, serve on its default port; the host from the flag or MUFOLD_HTTP_HOST", () => {
+    expect(listenAddress(fold({}), undefined)).toBeUndefined();
+    expect(listenAddress(fold({ "http-port": "9100" }), undefined)).toEqual({ port: 9100, host: "127.0.0.1" });
+    expect(listenAddress(serve({}, { MUFOLD_HTTP_HOST: "0.0.0.0" }), 8080)).toEqual({ port: 8080, host: "0.0.0.0" });
+    expect(listenAddress(serve({ port: "0", host: "::1" }), 8080)).toEqual({ port: 0, host: "::1" });
+    expect(settingError(() => serve({ host: " " }))).toBe('invalid setting httpHost (--host / MUFOLD_HTTP_HOST) = " ": must not be empty');
   });
 
   it("integers and numbers: the default when absent, else in range, or an error naming the flag", () => {

@@ -159,7 +159,8 @@ describe("bad command lines: exit 2 with one line, before any work", () => {
     [["simulate", "--rate", "x"], 'invalid --rate = "x"'],
     [["simulate", "--duplicate-rate", "2"], 'invalid --duplicate-rate = "2"'],
     [["replay", "--drop-after", "soon"], 'invalid --drop-after = "soon"'],
-    [["serve", "--port", "99999"], 'invalid --port = "99999"'],
+    [["replay", "--report", "r.html"], "--report needs --verify"],
+    [["serve", "--port", "99999"], 'invalid setting httpPort (--port / MUFOLD_HTTP_PORT) = "99999"'],
     [["produce", "--input"], "option --input needs a value"],
   ] as const) {
     it(`mufold ${args.join(" ")}`, async () => {
@@ -179,7 +180,7 @@ describe("bad command lines: exit 2 with one line, before any work", () => {
     expect(oneLine(r.stderr)).toBe(true);
     const line = JSON.parse(r.stderr) as Record<string, unknown>;
     expect(line).toMatchObject({ level: "fatal", service: "mufold", command: "fold", exitCode: 2 });
-    expect(line.msg).toMatch(/^invalid --http-port = "abc": must be a port number from 0 to 65535/);
+    expect(line.msg).toBe('invalid setting httpPort (--http-port / MUFOLD_HTTP_PORT) = "abc": must be a port number from 0 to 65535');
     expect(Number.isNaN(Date.parse(String(line.time)))).toBe(false);
     expect(connections).toBe(before);
   });
@@ -189,9 +190,38 @@ describe("bad command lines: exit 2 with one line, before any work", () => {
     try {
       const r = await run(["fold"]);
       expect(r.code).toBe(2);
-      expect((JSON.parse(r.stderr) as { msg: string }).msg).toMatch(/^invalid MUFOLD_HTTP_PORT = "eighty"/);
+      expect((JSON.parse(r.stderr) as { msg: string }).msg).toBe('invalid setting httpPort (--http-port / MUFOLD_HTTP_PORT) = "eighty": must be a port number from 0 to 65535');
     } finally {
       delete process.env.MUFOLD_HTTP_PORT;
+    }
+  });
+
+  it("fold --http-port is checked exactly as serve's port: the same value, the same one-line refusal, before any connection", async () => {
+    const before = connections;
+    const expected = (flag: string) => `invalid setting httpPort (${flag} / MUFOLD_HTTP_PORT) = "70000": must be a port number from 0 to 65535`;
+    const fold = await run(["fold", "--http-port", "70000"]);
+    const serveHttpPort = await run(["serve", "--http-port", "70000"]);
+    const servePort = await run(["serve", "--port", "70000"]);
+    for (const r of [fold, serveHttpPort, servePort]) {
+      expect(r.code).toBe(2);
+      expect(oneLine(r.stderr)).toBe(true);
+    }
+    expect((JSON.parse(fold.stderr) as { msg: string }).msg).toBe(expected("--http-port"));
+    expect((JSON.parse(serveHttpPort.stderr) as { msg: string }).msg).toBe(expected("--http-port"));
+    expect((JSON.parse(servePort.stderr) as { msg: string }).msg).toBe(expected("--port"));
+    expect(connections).toBe(before);
+  });
+
+  it("a bad change-feed setting stops the fold with one line naming the variable, before any connection", async () => {
+    process.env.MUFOLD_CHANGE_FEED = "maybe";
+    const before = connections;
+    try {
+      const r = await run(["fold"]);
+      expect(r.code).toBe(2);
+      expect((JSON.parse(r.stderr) as { msg: string }).msg).toBe('invalid setting changeFeed (MUFOLD_CHANGE_FEED) = "maybe": must be on or off');
+      expect(connections).toBe(before);
+    } finally {
+      delete process.env.MUFOLD_CHANGE_FEED;
     }
   });
 });
@@ -202,10 +232,10 @@ describe("MUFOLD_LOG_LEVEL", () => {
     const before = connections;
     const read = await run(["read", "--list"]);
     expect(read.code).toBe(2);
-    expect(read.stderr).toBe('mufold read: invalid MUFOLD_LOG_LEVEL = "verbose": must be one of debug, info, warn, error, silent\n');
+    expect(read.stderr).toBe('mufold read: invalid setting logLevel (MUFOLD_LOG_LEVEL) = "verbose": must be one of debug, info, warn, error, silent\n');
     const fold = await run(["fold"]);
     expect(fold.code).toBe(2);
-    expect(JSON.parse(fold.stderr)).toMatchObject({ level: "fatal", command: "fold", msg: 'invalid MUFOLD_LOG_LEVEL = "verbose": must be one of debug, info, warn, error, silent' });
+    expect(JSON.parse(fold.stderr)).toMatchObject({ level: "fatal", command: "fold", msg: 'invalid setting logLevel (MUFOLD_LOG_LEVEL) = "verbose": must be one of debug, info, warn, error, silent' });
     expect((await run(["config", "explain"])).code).toBe(2);
     expect(connections).toBe(before);
   });
@@ -213,7 +243,7 @@ describe("MUFOLD_LOG_LEVEL", () => {
   it("logLevelFromEnv and createLogger refuse what they do not know; unset means info", () => {
     expect(logLevelFromEnv({})).toBe("info");
     expect(logLevelFromEnv({ MUFOLD_LOG_LEVEL: "warn" })).toBe("warn");
-    expect(() => logLevelFromEnv({ MUFOLD_LOG_LEVEL: "INFO" })).toThrow(/invalid MUFOLD_LOG_LEVEL = "INFO"/);
+    expect(() => logLevelFromEnv({ MUFOLD_LOG_LEVEL: "INFO" })).toThrow(/^invalid setting logLevel \(MUFOLD_LOG_LEVEL\) = "INFO": must be one of debug, info, warn, error, silent$/);
     expect(() => createLogger({}, "trace" as never)).toThrow(/invalid log level "trace"/);
   });
 });

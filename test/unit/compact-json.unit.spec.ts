@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { canonicalJson } from "../../src/core/canonical-json.js";
+import { librarySource } from "../../src/adapters/redis/functions.js";
 import { EXPANSION, KEY_TOKENS, VALUE_TOKENS, compactJson, expandTokens } from "../../src/core/compact-json.js";
 import { historyEntryJson, historyEntryStored } from "../../src/core/observation-json.js";
 import { PyFloat, type PyValue } from "../../src/core/pyvalue.js";
@@ -46,14 +47,29 @@ describe("compact JSON", () => {
     }
   });
 
-  it("the Lua read function's table is EXPANSION, entry for entry", () => {
-    const lua = readFileSync(new URL("../../src/adapters/redis/functions/mufold_v1.lua", import.meta.url), "utf8");
+  it("the Lua read function's table (as loaded into Redis) is EXPANSION, entry for entry", () => {
+    const lua = librarySource();
     const body = /local EXPANSION = \{([\s\S]*?)\n\}/.exec(lua)![1]!;
     // Lua single-quoted strings: \ddd (three digits) and \<char> escapes.
     const unlua = (s: string) => s.replace(/\\(\d{3}|.)/g, (_, e: string) => (/^\d{3}$/.test(e) ? String.fromCharCode(Number(e)) : e));
     const entries = [...body.matchAll(/\['((?:\\.|[^'\\])*)'\] = '((?:\\.|[^'\\])*)'/g)].map((m) => [unlua(m[1]!), unlua(m[2]!)]);
     expect(entries).toEqual([...EXPANSION]);
     expect(entries).toHaveLength(KEY_TOKENS.length + VALUE_TOKENS.length);
+  });
+
+  it("the .lua file restates none of the shared facts: bounds, part positions, meta fields and tokens come from the generated header", () => {
+    const file = readFileSync(new URL("../../src/adapters/redis/functions/mufold_v1.lua", import.meta.url), "utf8");
+    expect(file).toContain("\n-- @mufold:generated-header\n");
+    expect(file).not.toMatch(/local (EXPANSION|MAX_HISTORY|MAX_REJECTIONS|PART|META|SEP) =/);
+    expect(file).not.toMatch(/keys\[\d+\]/);
+    expect(file).not.toMatch(/'(v|rej|skel|acc)'/);
+    const loaded = librarySource();
+    expect(loaded).toContain("local MAX_HISTORY = 256\n");
+    expect(loaded).toContain("local MAX_REJECTIONS = 64\n");
+    expect(loaded).toContain("local PART = { m = 1, d = 2, s = 3, si = 4, h = 5, hi = 6, hl = 7, c = 8, ci = 9, p = 10 }\n");
+    expect(loaded).toContain("local META = { version = 'v', rejected = 'rej', skeleton = 'skel', accepted = 'acc', digest = 'dig' }\n");
+    expect(loaded).toContain("local SEP = '\\001'\n");
+    expect(loaded.startsWith("#!lua name=mufold_v1\n")).toBe(true);
   });
 });
 

@@ -144,7 +144,7 @@ describe("settings → kafkajs options", () => {
 
   it("without security: plaintext, no SASL; the client id gets the component suffix", () => {
     const ks = kafkaClientSettings(base, "-fold");
-    expect(ks).toEqual({ brokers: ["127.0.0.1:9092"], clientId: "mufold-fold" });
+    expect(ks).toEqual({ brokers: ["127.0.0.1:9092"], clientId: "mufold-fold", retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 5_000 } });
     const config = kafkaConfig(ks);
     expect(config).not.toHaveProperty("ssl");
     expect(config).not.toHaveProperty("sasl");
@@ -243,8 +243,8 @@ describe("mufold config explain: the receipt", () => {
   };
 
   it("shows every setting with its source and redacts every credential", () => {
-    const receipt = configReceipt(resolveSettingsWithSources({ topic: "obs" }, secureEnv), {});
-    expect(receipt.schema).toBe(RECEIPT_SCHEMA);
+    const receipt = configReceipt(resolveSettingsWithSources({ topic: "obs" }, secureEnv));
+    expect(receipt.schema).toBe("mufold_config_receipt_v1");
     const settings = receipt.settings as Record<string, PyObject>;
     expect(Object.keys(settings).sort()).toEqual(RECEIPT_SETTINGS);
     expect(settings.topic).toEqual({ source: "flag", value: "obs" });
@@ -259,13 +259,13 @@ describe("mufold config explain: the receipt", () => {
     expect(settings.redisUsername).toEqual({ source: "env", present: true, redacted: true });
     expect(settings.redisPassword).toEqual({ source: "env", present: true, redacted: true });
     expect(settings.logLevel).toEqual({ source: "default", value: "info" });
-    const text = configReceiptJson(resolveSettingsWithSources({ topic: "obs" }, secureEnv), {});
+    const text = configReceiptJson(resolveSettingsWithSources({ topic: "obs" }, secureEnv));
     for (const secret of [...SECRETS, "alice", "fold:", PEM.slice(28, 40)]) expect(text).not.toContain(secret);
     expect(text).toBe(canonicalJson(receipt));
   });
 
   it("marks absent credentials and the password file's path and source", () => {
-    const receipt = configReceipt(resolveSettingsWithSources({ "redis-password-file": redisPasswordFile }, { REDIS_URL: "redis://fold@h:6379" }), {});
+    const receipt = configReceipt(resolveSettingsWithSources({ "redis-password-file": redisPasswordFile }, { REDIS_URL: "redis://fold@h:6379" }));
     const settings = receipt.settings as Record<string, PyObject>;
     expect(settings.redisPassword).toEqual({ source: "flag", present: true, redacted: true });
     expect(settings.redisPasswordFile).toEqual({ source: "flag", value: redisPasswordFile });
@@ -274,36 +274,38 @@ describe("mufold config explain: the receipt", () => {
   });
 
   it("has a fingerprint over the values only: same settings, same fingerprint, whatever their order or source", () => {
-    const viaEnv = configReceipt(resolveSettingsWithSources({}, { ...secureEnv, MUFOLD_TOPIC: "obs" }), {});
+    const viaEnv = configReceipt(resolveSettingsWithSources({}, { ...secureEnv, MUFOLD_TOPIC: "obs" }));
     const viaFlags = configReceipt(
       resolveSettingsWithSources(
         { "redis-tls-ca": ca, topic: "obs", "kafka-tls": true, brokers: "b1.example:9093,b2.example:9093", "redis-url": secureEnv.REDIS_URL, "kafka-tls-ca": ca },
         { KAFKA_SASL_PASSWORD: SASL.KAFKA_SASL_PASSWORD, KAFKA_SASL_USERNAME: "alice", KAFKA_SASL_MECHANISM: "SCRAM-SHA-512" },
       ),
-      {},
     );
     expect(viaFlags.fingerprint).toBe(viaEnv.fingerprint);
     expect(viaFlags).not.toEqual(viaEnv); // the sources differ
     expect(viaEnv.fingerprint).toMatch(/^sha256:[0-9a-f]{64}$/);
     // Defaults written out explicitly are the same settings.
-    expect(configReceipt(resolveSettingsWithSources({}, { MUFOLD_TOPIC: "memory-utility-observations" }), {}).fingerprint).toBe(configReceipt(resolveSettingsWithSources({}, {}), {}).fingerprint);
-    // The documented recipe: sha256 of the canonical JSON of the receipt without fingerprint and sources.
+    expect(configReceipt(resolveSettingsWithSources({}, { MUFOLD_TOPIC: "memory-utility-observations" })).fingerprint).toBe(configReceipt(resolveSettingsWithSources({}, {})).fingerprint);
+    // The documented recipe: sha256 of the canonical JSON of {schema, settings} with only the fingerprinted settings, without sources.
     const settings = viaEnv.settings as Record<string, PyObject>;
+    const fingerprinted = ["brokers", "changeFeed", "changeFeedMaxLen", "group", "maxValueBytes", "partitions", "prefix", "proposalsTopic", "redisUrl", "reducerVersion", "replicationFactor", "topic"];
+    expect(viaEnv.fingerprinted).toEqual(fingerprinted);
     const stripped: PyObject = {};
-    for (const [name, entry] of Object.entries(settings)) {
-      const { source: _source, ...rest } = entry;
+    for (const name of fingerprinted) {
+      const { source: _source, ...rest } = settings[name]!;
       stripped[name] = rest;
     }
     expect(viaEnv.fingerprint).toBe(`sha256:${sha256Hex(canonicalJson({ schema: RECEIPT_SCHEMA, settings: stripped }))}`);
   });
 
-  it("changes the fingerprint when a setting changes, but not with a password's value", () => {
-    const fp = (flags: Record<string, string | boolean>, env: Record<string, string>) => configReceipt(resolveSettingsWithSources(flags, env), {}).fingerprint;
+  it("changes the fingerprint with what is written or where, not with transport security or credentials", () => {
+    const fp = (flags: Record<string, string | boolean>, env: Record<string, string>) => configReceipt(resolveSettingsWithSources(flags, env)).fingerprint;
     const reference = fp({}, SASL);
     expect(fp({ topic: "other" }, SASL)).not.toBe(reference);
-    expect(fp({ "kafka-tls": true }, SASL)).not.toBe(reference);
-    expect(fp({}, { ...SASL, KAFKA_SASL_MECHANISM: "plain" })).not.toBe(reference);
-    expect(fp({}, {})).not.toBe(reference);
+    expect(fp({ "redis-url": "redis://127.0.0.1:6379/1" }, SASL)).not.toBe(reference);
+    expect(fp({ "kafka-tls": true }, SASL)).toBe(reference);
+    expect(fp({}, { ...SASL, KAFKA_SASL_MECHANISM: "plain" })).toBe(reference);
+    expect(fp({}, {})).toBe(reference);
     expect(fp({}, { ...SASL, KAFKA_SASL_PASSWORD: "another-password" })).toBe(reference);
     expect(fp({}, { ...SASL, KAFKA_SASL_USERNAME: "bob" })).toBe(reference);
   });

@@ -9,7 +9,7 @@ import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../src/
 import { simulate, type SimulatedDelivery } from "../../producers/simulation.js";
 import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";
 import { canonicalJson, type Observation } from "../../src/core/index.js";
-import { StateLostError } from "../../src/fold/identity-store.js";
+import { StaleVersionError, StateLostError } from "../../src/fold/identity-store.js";
 import { reducerPackets } from "../support/identity-store-contract.js";
 import { contentDigest, elementsOfParts } from "../support/content-digest.js";
 import { contextOfObservation } from "../../src/core/identity.js";
@@ -240,6 +240,40 @@ describe("given a store whose apply fails", () => {
     const batches = delivered(oneIdentity(3), 0, 2);
     await expect(worker(store).applyAll(G, batches)).rejects.toThrow("store down");
     expect(await store.listIdentities(G)).toEqual(batches.map((b) => b.identity));
+  });
+});
+
+describe("given other writers that keep moving an identity's version", () => {
+  /** The memory store, answering the first `stale` applies with a stale version (another writer got there first). */
+  class Contended extends MemoryIdentityStore {
+    applies = 0;
+    stale = 0;
+    override async apply(...args: Parameters<MemoryIdentityStore["apply"]>): Promise<number> {
+      this.applies++;
+      if (this.applies <= this.stale) throw new StaleVersionError(args[1], this.applies);
+      return super.apply(...args);
+    }
+  }
+  const contended = (stale: number) => Object.assign(new Contended(), { stale });
+  const all = oneIdentity(3);
+
+  it("when the version moves twice and 3 attempts are allowed, then the third attempt lands and 2 retries are counted", async () => {
+    const store = contended(2);
+    const stats = await new IdentityApplier(store, 100, { casAttempts: 3 }).applyAll(G, delivered(all, 0, 2));
+    expect([store.applies, stats.casRetries, stats.applied]).toEqual([3, 2, 3]);
+    await expectPacketOf(store, observations(all, 0, 2));
+  });
+
+  it("when it moves on every attempt, then the applier gives up after its casAttempts with the stale version (the batch is retried)", async () => {
+    const store = contended(Infinity);
+    await expect(new IdentityApplier(store, 100, { casAttempts: 3 }).applyAll(G, delivered(all, 0, 2))).rejects.toBeInstanceOf(StaleVersionError);
+    expect(store.applies).toBe(3);
+  });
+
+  it("when no budget is given, then it makes 20 attempts (the casMaxAttempts setting's default)", async () => {
+    const store = contended(Infinity);
+    await expect(worker(store).applyAll(G, delivered(all, 0, 2))).rejects.toBeInstanceOf(StaleVersionError);
+    expect(store.applies).toBe(20);
   });
 });
 

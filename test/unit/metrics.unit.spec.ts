@@ -41,8 +41,8 @@ describe("fold metrics", () => {
     m.deadLetters.inc({ reason: "value_not_json" });
     m.deadLetters.inc({ reason: "value_not_json" });
     m.deadLetters.inc({ reason: "key_missing" }, 5);
-    m.consumerLag.set({ partition: "0" }, 17);
-    m.consumerLag.set({ partition: "3" }, 0);
+    m.consumerLag.set({ topic: "obs", partition: "0" }, 17);
+    m.consumerLag.set({ topic: "obs", partition: "3" }, 0);
     m.identitiesCached.set(42);
     m.batchSeconds.observe(0.012);
     m.batchSeconds.observe(0.3);
@@ -57,8 +57,8 @@ describe("fold metrics", () => {
     expect(text).toMatch(/^mufold_cas_retries_total 2$/m);
     expect(text).toMatch(/^mufold_dead_letters_total\{reason="value_not_json"\} 2$/m);
     expect(text).toMatch(/^mufold_dead_letters_total\{reason="key_missing"\} 5$/m);
-    expect(text).toMatch(/^mufold_consumer_lag\{partition="0"\} 17$/m);
-    expect(text).toMatch(/^mufold_consumer_lag\{partition="3"\} 0$/m);
+    expect(text).toMatch(/^mufold_consumer_lag\{topic="obs",partition="0"\} 17$/m);
+    expect(text).toMatch(/^mufold_consumer_lag\{topic="obs",partition="3"\} 0$/m);
     expect(text).toMatch(/^mufold_identities_cached 42$/m);
     expect(text).toMatch(/^mufold_batch_seconds_count 2$/m);
     expect(text).toMatch(/^mufold_batch_seconds_bucket\{le="0.025"\} 1$/m);
@@ -78,6 +78,21 @@ describe("fold metrics", () => {
     expect(await b.registry.metrics()).not.toContain("process_cpu_user_seconds_total");
     expect(await a.registry.metrics()).toMatch(/^mufold_records_consumed_total 5$/m);
     expect(globalRegistry.getSingleMetric("mufold_records_consumed_total")).toBeUndefined();
+  });
+
+  it("mufold_build_info carries the version, Node's version and the reducer version, value 1; only when asked for", async () => {
+    const build = { version: "9.8.7", reducerVersion: "memory_utility_reducer_v1" };
+    const fromFold = await createFoldMetrics({ defaultMetrics: false, build }).registry.metrics();
+    expect(fromFold).toContain("# TYPE mufold_build_info gauge");
+    expect(fromFold).toMatch(new RegExp(`^mufold_build_info\\{version="9\\.8\\.7",node="${process.version.replace(/\./g, "\\.")}",reducer_version="memory_utility_reducer_v1"\\} 1$`, "m"));
+    // The HTTP reader's registry (mufold serve) gets it the same way.
+    expect(await createRegistry({ defaultMetrics: false, build }).metrics()).toMatch(/^mufold_build_info\{version="9\.8\.7",.*\} 1$/m);
+    // Given a registry, createFoldMetrics adds it there.
+    const registry = createRegistry({ defaultMetrics: false });
+    createFoldMetrics({ registry, build });
+    expect(await registry.metrics()).toMatch(/^mufold_build_info\{version="9\.8\.7",.*\} 1$/m);
+    // Without build information there is none (no made-up "unknown" series).
+    expect(await createFoldMetrics({ defaultMetrics: false }).registry.metrics()).not.toContain("mufold_build_info");
   });
 
   it("adds the fold metrics to a given registry, once", () => {

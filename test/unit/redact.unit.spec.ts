@@ -84,7 +84,7 @@ describe("no password in errors or in config explain", () => {
     for (const { url, user } of urls()) {
       let text: string;
       try {
-        text = configReceiptJson(resolveSettingsWithSources({}, { REDIS_URL: url }), {});
+        text = configReceiptJson(resolveSettingsWithSources({}, { REDIS_URL: url }));
       } catch (err) {
         // Refused settings say why without the password (above); nothing more to show.
         expect((err as Error).message, url).not.toContain("sekrit");

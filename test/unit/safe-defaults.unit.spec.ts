@@ -50,11 +50,11 @@ describe("setting allowEvictingPolicy (--allow-evicting-policy / MUFOLD_ALLOW_EV
 
 describe("the two settings are shown", () => {
   it("by mufold config explain, with their sources", () => {
-    const receipt = configReceipt(resolveSettingsWithSources({ "allow-evicting-policy": true }, { MUFOLD_REPLICATION_FACTOR: "3" }), {});
+    const receipt = configReceipt(resolveSettingsWithSources({ "allow-evicting-policy": true }, { MUFOLD_REPLICATION_FACTOR: "3" }));
     const settings = receipt.settings as Record<string, PyObject>;
     expect(settings.replicationFactor).toEqual({ source: "env", value: 3 });
     expect(settings.allowEvictingPolicy).toEqual({ source: "flag", value: true });
-    const defaults = configReceipt(resolveSettingsWithSources({}, {}), {}).settings as Record<string, PyObject>;
+    const defaults = configReceipt(resolveSettingsWithSources({}, {})).settings as Record<string, PyObject>;
     expect(defaults.replicationFactor).toEqual({ source: "default", value: "broker" });
     expect(defaults.allowEvictingPolicy).toEqual({ source: "default", value: false });
   });

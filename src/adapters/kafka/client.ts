@@ -4,10 +4,12 @@
  * keeps a switch of client cheap.
  */
 import kafkajs from "kafkajs";
-import type { Admin, Consumer, Kafka, KafkaConfig, Producer, SASLOptions } from "kafkajs";
+import type { Admin, Kafka, KafkaConfig, SASLOptions } from "kafkajs";
 import type { ConnectionOptions } from "node:tls";
+import { settingDefault } from "../../config/settings.js";
 import { MufoldError } from "../../errors.js";
 import { registerCodecs } from "./codecs.js";
+import "./timeout-patch.js";
 
 const { Kafka: KafkaClass, CompressionTypes, logLevel } = kafkajs;
 
@@ -24,6 +26,8 @@ export interface KafkaSettings {
   sasl?: SASLOptions;
   /** kafkajs log level: 0 nothing, 1 error, 2 warn, 4 info, 5 debug. */
   logLevel?: number;
+  /** kafkajs retry (default: the kafkaRetries, kafkaInitialRetryTimeMs and kafkaMaxRetryTimeMs settings' defaults). */
+  retry?: { retries: number; initialRetryTime: number; maxRetryTime: number };
 }
 
 /** The security part of the settings (config.ts's Settings has it all). */
@@ -35,6 +39,10 @@ export interface KafkaSecuritySettings {
   kafkaSaslMechanism: "plain" | "scram-sha-256" | "scram-sha-512" | undefined;
   kafkaSaslUsername: string | undefined;
   kafkaSaslPassword: { reveal(): string } | undefined;
+  /** The retry budget settings (config.ts); absent ones take their defaults. */
+  kafkaRetries?: number;
+  kafkaInitialRetryTimeMs?: number;
+  kafkaMaxRetryTimeMs?: number;
 }
 
 /**
@@ -44,7 +52,7 @@ export interface KafkaSecuritySettings {
  * authenticates, while JSON, logs and object spreads of the config never see it.
  */
 export function kafkaClientSettings(settings: KafkaSecuritySettings, suffix = ""): KafkaSettings {
-  const out: KafkaSettings = { brokers: settings.brokers, clientId: `${settings.clientId}${suffix}` };
+  const out: KafkaSettings = { brokers: settings.brokers, clientId: `${settings.clientId}${suffix}`, retry: kafkaRetry(settings) };
   if (settings.kafkaTlsCa !== undefined && !settings.kafkaTls) throw new MufoldError("a Kafka TLS CA was given without TLS");
   if (settings.kafkaTls) out.ssl = settings.kafkaTlsCa === undefined ? true : { ca: [settings.kafkaTlsCa.pem] };
   const mechanism = settings.kafkaSaslMechanism;
@@ -59,13 +67,22 @@ export function kafkaClientSettings(settings: KafkaSecuritySettings, suffix = ""
   return out;
 }
 
+/** kafkajs's client retry: the retry budget settings, the registry's defaults for absent ones. */
+function kafkaRetry(s: Pick<KafkaSecuritySettings, "kafkaRetries" | "kafkaInitialRetryTimeMs" | "kafkaMaxRetryTimeMs">): NonNullable<KafkaSettings["retry"]> {
+  return {
+    retries: s.kafkaRetries ?? settingDefault("kafkaRetries"),
+    initialRetryTime: s.kafkaInitialRetryTimeMs ?? settingDefault("kafkaInitialRetryTimeMs"),
+    maxRetryTime: s.kafkaMaxRetryTimeMs ?? settingDefault("kafkaMaxRetryTimeMs"),
+  };
+}
+
 /** The kafkajs configuration of a client (what createKafka passes to `new Kafka`). */
 export function kafkaConfig(settings: KafkaSettings): KafkaConfig {
   const config: KafkaConfig = {
     clientId: settings.clientId,
     brokers: settings.brokers,
     logLevel: settings.logLevel ?? logLevel.NOTHING,
-    retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 5_000 },
+    retry: settings.retry ?? kafkaRetry({}),
   };
   if (settings.ssl) config.ssl = settings.ssl;
   if (settings.sasl) config.sasl = settings.sasl;
@@ -136,4 +153,4 @@ export async function connectKafkaAdmin(settings: KafkaSettings, timeoutMs: numb
 }
 
 export const Compression = { zstd: CompressionTypes.ZSTD } as const;
-export type { Admin, Consumer, Kafka, Producer };
+export type { Admin, Kafka };

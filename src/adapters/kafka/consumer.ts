@@ -10,6 +10,7 @@
  */
 import { createRequire } from "node:module";
 import type { Batch, Consumer, EachBatchPayload, Kafka } from "kafkajs";
+import { settingDefault } from "../../config/settings.js";
 import type { SourceRecord } from "../../fold/dead-letter.js";
 import { undecodableReason } from "./codecs.js";
 
@@ -63,6 +64,8 @@ export interface GroupConsumerOptions {
   maxBytesPerPartition?: number;
   /** Batches of different partitions handled at once (default 1). */
   partitionsConsumedConcurrently?: number;
+  /** kafkajs consumer retry.retries (default: the kafkaConsumerRetries setting's). */
+  retries?: number;
   /** Commit without awaiting it before the next batch (see the header). */
   commitInBackground?: boolean;
   /** A background commit failed (the next commit of the partition, or a redelivery, covers it). */
@@ -174,7 +177,7 @@ export class GroupConsumer {
       ...(options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes }),
       ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
       allowAutoTopicCreation: false,
-      retry: { retries: 10, ...(options.restartOnFailure ? { restartOnFailure: options.restartOnFailure } : {}) },
+      retry: { retries: options.retries ?? settingDefault("kafkaConsumerRetries"), ...(options.restartOnFailure ? { restartOnFailure: options.restartOnFailure } : {}) },
     });
     const handle = new GroupConsumer(consumer, options.groupId, options);
     if (options.onCrash) consumer.on(consumer.events.CRASH, (e) => options.onCrash!(e.payload.error, Boolean((e.payload as { restart?: boolean }).restart)));

@@ -20,7 +20,7 @@ import { SKELETON_SEPARATOR } from "../../core/packet-parts.js";
 import { expandTokens } from "../../core/compact-json.js";
 import type { PartOp } from "../../fold/delta.js";
 import { StaleVersionError, StateLostError, type IdentityStore, type StoredIdentity } from "../../fold/identity-store.js";
-import type { IdentityPart } from "../../fold/keys.js";
+import { META_FIELDS, type IdentityPart } from "../../fold/keys.js";
 
 type Value = { kind: "hash"; fields: Map<string, string> } | { kind: "zset"; members: Set<string> };
 /** One identity's keys, by part; an absent part is an absent key. */
@@ -125,13 +125,13 @@ function historyIds(keys: Keys, accepted: number): (string | undefined)[] {
 /** The Lua `read`: the rejected packet, or the skeleton's five pieces around the four lists. */
 function assemble(keys: Keys): string | null {
   const meta = hashOf(keys, "m");
-  const rejected = meta?.get("rej");
+  const rejected = meta?.get(META_FIELDS.rejected);
   if (rejected !== undefined) return expandTokens(rejected);
-  const skeleton = meta?.get("skel");
+  const skeleton = meta?.get(META_FIELDS.skeleton);
   if (skeleton === undefined) return null;
   const pieces = skeleton.split(SKELETON_SEPARATOR);
   if (pieces.length < 5) throw new Error("mufold_read_v1: the skeleton has fewer than five pieces"); // Lua's concat fails on the hole
-  const history = fragments(keys, "h", historyIds(keys, Number(meta?.get("acc") ?? "0")));
+  const history = fragments(keys, "h", historyIds(keys, Number(meta?.get(META_FIELDS.accepted) ?? "0")));
   const rejections = fragments(keys, "c", zrange(keys, "ci").slice(0, MAX_PROJECTION_REJECTIONS));
   const subjectIds = zrange(keys, "si").map(idOf);
   const proposals = fragments(keys, "p", subjectIds);
@@ -158,7 +158,7 @@ export class MemoryIdentityStore implements IdentityStore {
     const keys = this.keys(generation, identity);
     // Versions compare as the strings Redis holds, as in the Lua.
     const expected = String(expectedVersion);
-    const current = hashOf(keys, "m")?.get("v");
+    const current = hashOf(keys, "m")?.get(META_FIELDS.version);
     if (current === undefined && expected !== "0") throw new StateLostError(`identity ${identity} had state that the store no longer holds`);
     if (current !== undefined && current !== expected) throw new StaleVersionError(identity, Number(current));
     const version = Number(current ?? "0") + 1;
@@ -166,7 +166,7 @@ export class MemoryIdentityStore implements IdentityStore {
     try {
       for (const [field, offset] of watermarks) hset(keys, "m", field, offset.toString());
       for (const op of ops) runOp(keys, op);
-      hset(keys, "m", "v", String(version));
+      hset(keys, "m", META_FIELDS.version, String(version));
     } finally {
       if (keys.size === 0) this.identities.delete(key);
     }

@@ -26,6 +26,7 @@
  * `redisClientSettings(settings)` gathers them for `connectRedis`.
  */
 import { isClusterUrl, parseClusterUrl, redactRedisUrl } from "../../config/redis-url.js";
+import { settingDefault } from "../../config/settings.js";
 
 const redact = (url: string): string => redactRedisUrl(url);
 import { Cluster, Command, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
@@ -65,8 +66,13 @@ export interface RedisConnection {
 }
 
 /** The Redis part of the settings, for connectRedis: `connectRedis(redisClientSettings(settings))`. */
-export function redisClientSettings(settings: { redisUrl: string; redisPassword?: { reveal(): string } | undefined; redisTlsCa?: { pem: string } | undefined }): RedisConnection {
-  return { url: settings.redisUrl, password: settings.redisPassword, tlsCa: settings.redisTlsCa?.pem };
+export function redisClientSettings(settings: {
+  redisUrl: string;
+  redisPassword?: { reveal(): string } | undefined;
+  redisTlsCa?: { pem: string } | undefined;
+  redisMaxRetriesPerRequest?: number | undefined;
+}): RedisConnection {
+  return { url: settings.redisUrl, password: settings.redisPassword, tlsCa: settings.redisTlsCa?.pem, maxRetriesPerRequest: settings.redisMaxRetriesPerRequest };
 }
 
 /** redisClientSettings for a reader (ProjectionReader): no INFO ready check, see RedisConnection.reader. */
@@ -168,7 +174,7 @@ const reveal = (p: PasswordValue | undefined): string | undefined => (p === unde
  */
 export function redisClientPlan(target: string | RedisConnection): RedisClientPlan {
   const { url, password: extraPassword, tlsCa, connectTimeoutMs, reader, maxRetriesPerRequest } = typeof target === "string" ? { url: target } : target;
-  const retries = maxRetriesPerRequest ?? 20;
+  const retries = maxRetriesPerRequest ?? settingDefault("redisMaxRetriesPerRequest");
   const commandTimeout = typeof target === "string" || target.commandTimeoutMs === undefined ? {} : { commandTimeout: target.commandTimeoutMs };
   const filePassword = reveal(extraPassword);
   // A bounded connect also closes promptly: ioredis would keep a socket that never connected for 2 s.

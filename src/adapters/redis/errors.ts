@@ -65,6 +65,35 @@ export class FunctionsMissingError extends MufoldError {
   }
 }
 
+/** Redis refused a command to this user (ACL `NOPERM`): a grant is missing; retrying cannot help. */
+export class RedisPermissionError extends MufoldError {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, { retriable: false, cause: options.cause });
+  }
+}
+
+/** A command named keys of several slots (`CROSSSLOT`): a key-layout bug, never a passing fault. */
+export class KeyLayoutError extends MufoldError {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(`${message} (keys of one call must share a hash tag: a bug in mufold's key layout)`, { retriable: false, cause: options.cause });
+  }
+}
+
+/**
+ * The one place a Redis error reply is read by its text: the reply's error
+ * code (the first word, as the protocol defines it) picks a typed error. Other
+ * errors (connection loss, timeouts, unknown replies) are returned unchanged,
+ * for the caller's outage handling.
+ */
+export function classifyRedisError(err: unknown, fn?: string): unknown {
+  if (!(err instanceof Error) || err instanceof MufoldError) return err;
+  const code = /^[A-Z]+/.exec(err.message)?.[0];
+  if (code === "NOPERM") return new RedisPermissionError(err.message, { cause: err });
+  if (code === "CROSSSLOT") return new KeyLayoutError(err.message, { cause: err });
+  if (code === "ERR" && /^ERR Function not found/i.test(err.message)) return new FunctionsMissingError(`Redis has no function ${fn ?? "(unknown)"}`, { cause: err });
+  return err;
+}
+
 export const APPLY_OK = 1;
 export const APPLY_STALE = -1;
 export const APPLY_STATE_LOST = -2;

@@ -6,7 +6,8 @@
  */
 import { readFileSync } from "node:fs";
 import { masterNodes, openRedis, redisClientSettings, type RedisClient } from "./connect.js";
-import { FunctionsMissingError, MufoldError } from "./errors.js";
+import { FunctionsMissingError, RedisPermissionError, classifyRedisError } from "./errors.js";
+import { withHeader } from "./lua-header.js";
 
 export const LIBRARY_NAME = "mufold_v1";
 export const CONTROL_LIBRARY_NAME = "mufold_control_v1";
@@ -31,7 +32,7 @@ const sources = new Map<string, string>();
 
 function readLibrary(name: string): string {
   let text = sources.get(name);
-  if (text === undefined) sources.set(name, (text = readFileSync(new URL(`./functions/${name}.lua`, import.meta.url), "utf8")));
+  if (text === undefined) sources.set(name, (text = withHeader(readFileSync(new URL(`./functions/${name}.lua`, import.meta.url), "utf8"))));
   return text;
 }
 
@@ -80,10 +81,11 @@ export async function assertFunctionsLoaded(redis: RedisClient): Promise<void> {
       try {
         reply = await node.call("FUNCTION", "LIST", "LIBRARYNAME", name, "WITHCODE");
       } catch (err) {
-        if (err instanceof Error && /^NOPERM/.test(err.message)) {
-          throw new MufoldError(`cannot check mufold's function libraries on Redis at ${nodeName(node)}: this user may not run FUNCTION LIST (grant it +function|list, as infra/redis-acl/roles.acl does): ${err.message}`, { cause: err });
+        const typed = classifyRedisError(err);
+        if (typed instanceof RedisPermissionError) {
+          throw new RedisPermissionError(`cannot check mufold's function libraries on Redis at ${nodeName(node)}: this user may not run FUNCTION LIST (grant it +function|list, as infra/redis-acl/roles.acl does): ${typed.message}`, { cause: err });
         }
-        throw err;
+        throw typed;
       }
       // LIBRARYNAME is a pattern: keep the exact name.
       const code = (reply as unknown[][]).map(fieldMap).find((lib) => lib.get("library_name") === name)?.get("library_code");

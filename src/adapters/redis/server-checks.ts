@@ -18,6 +18,7 @@
  *
  * Everything is read from INFO, which the fold role has; on a cluster, on every master.
  */
+import { RedisPermissionError, classifyRedisError } from "./errors.js";
 import type { Redis } from "ioredis";
 import { SETTINGS } from "../../config/settings.js";
 import { MufoldError } from "../../errors.js";
@@ -59,10 +60,11 @@ async function info(node: Redis, section: string): Promise<Map<string, string>> 
   try {
     return parseInfo(await node.info(section));
   } catch (err) {
-    if (err instanceof Error && /^NOPERM/.test(err.message)) {
-      throw new MufoldError(`cannot check Redis at ${nodeName(node)} (INFO ${section}): this user may not run INFO (grant it +info, as infra/redis-acl/roles.acl does)`, { cause: err });
+    const typed = classifyRedisError(err);
+    if (typed instanceof RedisPermissionError) {
+      throw new RedisPermissionError(`cannot check Redis at ${nodeName(node)} (INFO ${section}): this user may not run INFO (grant it +info, as infra/redis-acl/roles.acl does)`, { cause: err });
     }
-    throw err;
+    throw typed;
   }
 }
 

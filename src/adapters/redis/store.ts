@@ -12,21 +12,13 @@
  */
 import type { Cluster, Redis } from "ioredis";
 import type { PartOp } from "../../fold/delta.js";
-import { controlKey, generationPrefix, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
+import { INDEX_KEY_PATTERN, acksKey, changesKey, controlKey, generationOfIndexKey, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
 import type { IdentityStore, StoredIdentity } from "../../fold/identity-store.js";
 import { assertFcallRouting, isCluster, masterNodes } from "./connect.js";
 import { APPLY_FUNCTION, CONTROL_FUNCTIONS, READ_FUNCTION } from "./functions.js";
-import { FunctionsMissingError, applyResult, controlResult } from "./errors.js";
+import { applyResult, classifyRedisError, controlResult } from "./errors.js";
 
 export type { StoredIdentity };
-
-/**
- * The change feed of a generation: `<prefix>:g<N>:changes`, a capped Redis
- * Stream. It has no hash tag, so on a cluster it lives in its own slot.
- */
-export function changesKey(prefix: string, generation: number): string {
-  return `${generationPrefix(prefix, generation)}:changes`;
-}
 
 export interface Control {
   generation: number | null;
@@ -92,13 +84,12 @@ export class RedisStore implements IdentityStore {
     try {
       return await this.redis.call(command, fn, keys.length, ...keys, ...args);
     } catch (err) {
-      if (err instanceof Error && /Function not found/i.test(err.message)) throw new FunctionsMissingError(`Redis has no function ${fn}`, { cause: err });
-      throw err;
+      throw classifyRedisError(err, fn);
     }
   }
 
   async meta(generation: number, identity: string): Promise<Record<string, string>> {
-    return this.redis.hgetall(this.keys(generation, identity)[0]!);
+    return this.redis.hgetall(this.keys(generation, identity)[partIndex("m")]!);
   }
 
   async addToIndex(generation: number, identities: readonly string[]): Promise<void> {
@@ -231,12 +222,10 @@ export class RedisStore implements IdentityStore {
 
   /** Generations that have an identity index in Redis (live, rebuilding, or orphaned by a loss). */
   async indexedGenerations(): Promise<number[]> {
-    const head = `${this.prefix}:g`;
-    const found = await this.scanKeys(`${head}*:index`);
+    const found = await this.scanKeys(INDEX_KEY_PATTERN(this.prefix));
     return found
-      .map((k) => k.slice(head.length, k.length - ":index".length))
-      .filter((g) => /^\d+$/.test(g))
-      .map(Number)
+      .map((k) => generationOfIndexKey(this.prefix, k))
+      .filter((g): g is number => g !== null)
       .sort((a, b) => a - b);
   }
 
@@ -245,16 +234,16 @@ export class RedisStore implements IdentityStore {
   }
 
   async ackPause(member: string, epoch: number): Promise<void> {
-    await this.redis.hset(`${controlKey(this.prefix)}:acks`, member, String(epoch));
+    await this.redis.hset(acksKey(this.prefix), member, String(epoch));
   }
 
   /** Forget every acknowledgement (a new pause: each live worker acknowledges it again within a poll). */
   async clearPauseAcks(): Promise<void> {
-    await this.redis.del(`${controlKey(this.prefix)}:acks`);
+    await this.redis.del(acksKey(this.prefix));
   }
 
   async pauseAcks(): Promise<Record<string, string>> {
-    return this.redis.hgetall(`${controlKey(this.prefix)}:acks`);
+    return this.redis.hgetall(acksKey(this.prefix));
   }
 
   /** Delete every key of a generation (after a promote has moved past it). */

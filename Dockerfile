@@ -1,0 +1,51 @@
+# mufold: one image for every command (fold, serve, setup, replay, …).
+#
+#   docker build -t mufold:0.1.0 .
+#   docker run --rm mufold:0.1.0 --version
+#   docker run -e KAFKA_BROKERS=… -e REDIS_URL=… mufold:0.1.0                 # fold, HTTP on :8080
+#   docker run -e REDIS_URL=… mufold:0.1.0 serve --port 8080 --host 0.0.0.0   # the HTTP reader
+#
+# Node 22 (slim: Debian, glibc, which the prebuilt zstd binding of
+# @mongodb-js/zstd needs): Node 20 reached its end of life in April 2026, and 22
+# is a maintained LTS that the unit and reference tiers already run on
+# (scripts/node-versions.sh). Keep NODE_VERSION equal to the 22 entry there
+# (test/integration/deploy-layout.int.spec.ts checks it).
+ARG NODE_VERSION=22.23.5
+
+# ---- build: compile TypeScript to dist/ ---------------------------------------
+FROM node:${NODE_VERSION}-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts: the root "prepare" script compiles, and the sources are not here yet.
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/copy-assets.mjs scripts/
+COPY src src
+COPY consumers consumers
+COPY producers producers
+RUN npm run build
+
+# ---- runtime: production dependencies and the compiled code only -------------
+FROM node:${NODE_VERSION}-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts: "prepare" runs tsc, which a production install does not have.
+# No production dependency needs an install script (zstd ships prebuilt per platform).
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist dist
+COPY bin bin
+# Files stay root-owned (the process cannot rewrite its own code); it runs as the
+# image's unprivileged "node" user, by number so that Kubernetes' runAsNonRoot can check it.
+USER 1000:1000
+EXPOSE 8080
+# The flags of bin/mufold.js's shebang (a 32 MiB young generation, docs/operations.md
+# "Capacity"); --max-old-space-size is per deployment (NODE_OPTIONS, or the command as
+# deploy/k8s/fold.yaml sets it).
+ENTRYPOINT ["node", "--max-semi-space-size=32", "bin/mufold.js"]
+CMD ["fold", "--http-port", "8080", "--http-host", "0.0.0.0"]
+# Liveness: the process answers HTTP (no curl in slim images: Node's fetch). A command
+# without HTTP (setup, replay) has no /healthz: run those with --no-healthcheck
+# or as one-shot jobs, where the health check does not matter.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:8080/healthz', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]

@@ -1,0 +1,187 @@
+/**
+ * Capacity planning, checked: measure the per-record costs of one fold worker on one Redis
+ * (worker CPU, Redis server CPU, broker CPU, Redis bytes), predict with the formula of
+ * docs/operations.md "Capacity planning" what 3 workers on a 3-master Redis Cluster will do
+ * on this machine's cores, then run exactly that and compare.
+ *
+ *   npm run build && npx tsx bench/capacity.bench.ts [--records 60000] [--json FILE]
+ *
+ * The prediction: the cores are shared by every process, so the cluster run's throughput is
+ *   cores / (worker + Redis + broker CPU per record)
+ * and each master holds identities × bytes per identity / masters of Redis memory. The
+ * bench prints predicted and measured side by side (and their ratio); the formula is only
+ * as good as that ratio. Needs KAFKA_BROKERS / REDIS_URL and starts infra/redis-cluster.
+ */
+import { execFileSync } from "node:child_process";
+import { cpus } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { Redis } from "ioredis";
+import { createKafka } from "../src/adapters/kafka/client.js";
+import type { OutMessage } from "../src/adapters/kafka/producer.js";
+import { ensureTopics } from "../src/adapters/kafka/topics.js";
+import { connectRedis, masterNodes } from "../src/adapters/redis/connect.js";
+import { ensureSetup } from "../src/adapters/redis/functions.js";
+import { RedisStore } from "../src/adapters/redis/store.js";
+import type { Settings } from "../src/config/settings.js";
+import { indexKey } from "../src/fold/keys.js";
+import { observationMessage } from "../producers/observation-message.js";
+import { openSender } from "../producers/produce.js";
+import { simulate } from "../producers/simulation.js";
+import { dropPrefix, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../test/support/pipeline.js";
+import { startRedisCluster } from "../test/support/redis-cluster.js";
+
+const { values } = parseArgs({ options: { records: { type: "string", default: "60000" }, json: { type: "string" } } });
+const RECORDS = Number(values.records);
+const PARTITIONS = 12;
+const CORES = cpus().length;
+const TICK_US = 1e6 / Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim());
+
+function workload(seed: number): OutMessage[] {
+  return [...simulate({ agents: 300, observationsPerAgent: Math.ceil(RECORDS / 300), snapshotEvery: 50, duplicateRate: 0.1, conflictRate: 0.01, seed })]
+    .slice(0, RECORDS)
+    .map((d) => observationMessage(d.observation));
+}
+
+/** A process's CPU (user + system) in µs, from /proc. */
+function processCpuUs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
+}
+
+function brokerPid(): number {
+  const out = execFileSync("pgrep", ["-f", "kafka.Kafka"]).toString().trim().split("\n")[0];
+  if (out === undefined || out === "") throw new Error("no Kafka broker process found (pgrep -f kafka.Kafka)");
+  return Number(out);
+}
+
+/** Redis server CPU (used_cpu_user + used_cpu_sys) in µs and used_memory, summed over the given nodes. */
+async function redisStats(nodes: Redis[]): Promise<{ cpuUs: number; memory: number[] }> {
+  let cpuUs = 0;
+  const memory: number[] = [];
+  for (const node of nodes) {
+    const info = await node.info();
+    const num = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)![1]);
+    cpuUs += (num("used_cpu_user") + num("used_cpu_sys")) * 1e6;
+    memory.push(num("used_memory"));
+  }
+  return { cpuUs, memory };
+}
+
+async function produce(settings: Settings, messages: OutMessage[]): Promise<void> {
+  const admin = createKafka({ brokers: settings.brokers, clientId: "bench-capacity" }).admin();
+  await admin.connect();
+  await ensureTopics(admin, [{ topic: settings.topic, partitions: PARTITIONS }, { topic: `${settings.topic}.dlq`, partitions: PARTITIONS }]);
+  await admin.disconnect();
+  const sender = await openSender(settings);
+  await sender.send(messages);
+  await sender.close();
+}
+
+async function identities(settings: Settings): Promise<number> {
+  const redis = connectRedis(settings.redisUrl);
+  try {
+    const store = new RedisStore(redis, settings.prefix);
+    const generation = await store.liveGeneration();
+    return generation === null ? 0 : await redis.scard(indexKey(settings.prefix, generation));
+  } finally {
+    await redis.quit();
+  }
+}
+
+interface Run {
+  seconds: number;
+  workerCpuUs: number;
+  redisCpuUs: number;
+  brokerCpuUs: number;
+  memoryDelta: number[];
+  identities: number;
+}
+
+/** Produce the workload (not timed), then fold it with `workers` worker processes; costs from /proc and INFO. */
+async function run(settings: Settings, workers: number, seed: number): Promise<Run> {
+  await ensureSetup(settings);
+  await produce(settings, workload(seed));
+  const redis = connectRedis(settings.redisUrl);
+  const nodes = await masterNodes(redis);
+  const before = await redisStats(nodes);
+  const broker = brokerPid();
+  const brokerBefore = processCpuUs(broker);
+  const t0 = Date.now();
+  const children = Array.from({ length: workers }, () => spawnWorker(settings));
+  const lastCpu = new Map<number, number>();
+  const sample = setInterval(() => {
+    for (const c of children) if (c.pid !== undefined && c.exitCode === null) lastCpu.set(c.pid, processCpuUs(c.pid));
+  }, 200);
+  await waitCaughtUp(settings, 1_800_000);
+  const seconds = (Date.now() - t0) / 1000;
+  clearInterval(sample);
+  for (const c of children) if (c.pid !== undefined) lastCpu.set(c.pid, processCpuUs(c.pid));
+  const brokerCpuUs = processCpuUs(broker) - brokerBefore;
+  const after = await redisStats(nodes);
+  for (const c of children) await stopWorker(c);
+  await redis.quit();
+  const result: Run = {
+    seconds,
+    workerCpuUs: [...lastCpu.values()].reduce((a, b) => a + b, 0),
+    redisCpuUs: after.cpuUs - before.cpuUs,
+    brokerCpuUs,
+    memoryDelta: after.memory.map((m, i) => m - before.memory[i]!),
+    identities: await identities(settings),
+  };
+  await dropPrefix(settings);
+  return result;
+}
+
+const perRecord = (us: number) => us / RECORDS;
+const round = (x: number, d = 1) => Number(x.toFixed(d));
+
+// 1. One worker, one Redis: the per-record costs the formula takes.
+const single = await run(testSettings({ partitions: PARTITIONS }), 1, 11);
+const costs = {
+  worker_cpu_us_per_record: perRecord(single.workerCpuUs),
+  redis_cpu_us_per_record: perRecord(single.redisCpuUs),
+  broker_cpu_us_per_record: perRecord(single.brokerCpuUs),
+  redis_bytes_per_identity: single.memoryDelta[0]! / single.identities,
+};
+
+// 2. The prediction for 3 workers on a 3-master cluster on these cores.
+const MASTERS = 3;
+const WORKERS = 3;
+const totalUs = costs.worker_cpu_us_per_record + costs.redis_cpu_us_per_record + costs.broker_cpu_us_per_record;
+const predictedRate = (CORES * 1e6) / totalUs;
+
+// 3. Measure it.
+const clusterUrl = await startRedisCluster();
+const cluster = await run(testSettings({ partitions: PARTITIONS, redisUrl: clusterUrl }), WORKERS, 12);
+const measuredRate = RECORDS / cluster.seconds;
+const measuredCores = (cluster.workerCpuUs + cluster.redisCpuUs + cluster.brokerCpuUs) / 1e6 / cluster.seconds;
+const predictedPerMaster = (cluster.identities * costs.redis_bytes_per_identity) / MASTERS;
+
+const result = {
+  command: ["npx tsx bench/capacity.bench.ts", ...process.argv.slice(2)].join(" "),
+  measured_at: new Date().toISOString(),
+  git_commit: execFileSync("git", ["rev-parse", "HEAD"]).toString().trim(),
+  records: RECORDS,
+  cores: CORES,
+  single: { seconds: round(single.seconds), identities: single.identities, ...Object.fromEntries(Object.entries(costs).map(([k, v]) => [k, round(v)])) },
+  cluster: {
+    workers: WORKERS,
+    masters: MASTERS,
+    seconds: round(cluster.seconds),
+    identities: cluster.identities,
+    worker_cpu_us_per_record: round(perRecord(cluster.workerCpuUs)),
+    redis_cpu_us_per_record: round(perRecord(cluster.redisCpuUs)),
+    broker_cpu_us_per_record: round(perRecord(cluster.brokerCpuUs)),
+    cores_busy: round(measuredCores, 2),
+    redis_memory_per_master: cluster.memoryDelta,
+  },
+  predicted_records_per_s: Math.round(predictedRate),
+  measured_records_per_s: Math.round(measuredRate),
+  measured_over_predicted: round(measuredRate / predictedRate, 2),
+  predicted_redis_bytes_per_master: Math.round(predictedPerMaster),
+  measured_over_predicted_memory_per_master: cluster.memoryDelta.map((m) => round(m / predictedPerMaster, 2)),
+};
+process.stdout.write(JSON.stringify(result, null, 2) + "\n");
+if (values.json !== undefined) writeFileSync(values.json, JSON.stringify(result, null, 2) + "\n");
+process.exit(0);

@@ -1,0 +1,56 @@
+/**
+ * `mufold`: the package's public API.
+ *
+ * Read projections from Redis (`ProjectionReader`: a packet by identity or by
+ * scope, typed, with its ETag and version; the change feed), build observations
+ * from typed facts (`observation`) and publish them to the fold's topic
+ * (`ObservationProducer`). The pure contract (reducer, validators, canonical
+ * JSON) is `mufold/core`.
+ *
+ * ```ts
+ * import { ProjectionReader, ObservationProducer, observation } from "mufold";
+ *
+ * const producer = await ObservationProducer.connect({ brokers: ["127.0.0.1:9092"] });
+ * await producer.publish([observation({ receipt, outcome, context, proposal, createdAt: "2026-11-01T00:00:00Z" })]);
+ * await producer.close();
+ *
+ * const reader = await ProjectionReader.connect({ redisUrl: "redis://127.0.0.1:6379" });
+ * const read = await reader.get({ scope, retrieval_snapshot_ref: "retrieval:1", policy_snapshot_ref: "policy:1" });
+ * if (read !== null) console.log(read.projection.status, read.version, read.etag);
+ * await reader.close();
+ * ```
+ */
+export { ProjectionReader, identityOf, type ScopeRef, type ProjectionRead, type GetOptions } from "./readback.js";
+export type { FeedEvent, ChangeEvent, GenerationEvent, SubscribeOptions } from "./change-feed.js";
+export { ObservationProducer, observationRecord, type ObservationRecord } from "./producer.js";
+export {
+  observation,
+  type ObservationInput,
+  type ApplicationReceipt,
+  type VerifiedOutcome,
+  type AttributionContext,
+  type EvaluatorProposal,
+  type QueryEvidence,
+} from "./observation.js";
+export type { ClientOptions } from "./options.js";
+export {
+  PROJECTION_STATUSES,
+  type Projection,
+  type ProjectionStatus,
+  type Subject,
+  type HistoryEntry,
+  type Review,
+  type ReviewState,
+  type ReviewAction,
+  type ReviewProposal,
+  type ConflictRejection,
+  type PacketRejection,
+  type EvidenceLabelSummary,
+  type Scope,
+  type UtilityLabel,
+  type AttributionLevel,
+  type EvidenceBasis,
+} from "./projection.js";
+export type { Observation } from "../core/index.js";
+export { ContractError, ObservationValidationError } from "../core/index.js";
+export { MufoldError } from "../errors.js";

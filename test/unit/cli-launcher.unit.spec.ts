@@ -1,0 +1,39 @@
+/**
+ * bin/mufold.js as a user's shell runs it: executed directly, so its shebang
+ * (`env -S node` with a V8 flag) picks `node` from PATH, here the Node that
+ * runs this tier (scripts/test.sh runs it on Node 20, 22 and 24). It runs the
+ * compiled CLI in dist/ (built by npm ci's prepare script and by scripts/test.sh).
+ * cli-main.unit.spec.ts covers the command's behaviour in-process.
+ */
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { delimiter, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const BIN = fileURLToPath(new URL("../../bin/mufold.js", import.meta.url));
+const PACKAGE = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+
+// The Node running this test first on PATH; no Kafka or Redis is reached by these commands.
+const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ""}` };
+const launch = (...args: string[]) => spawnSync(BIN, args, { env, encoding: "utf8", timeout: 30_000 });
+
+describe(`bin/mufold.js on ${process.version}`, () => {
+  it("the shebang's node is the Node running this tier", () => {
+    const r = spawnSync("sh", ["-c", "command -v node"], { env, encoding: "utf8" });
+    expect(r.stdout.trim()).toBe(process.execPath);
+  });
+
+  it("--version prints the version of package.json", () => {
+    const r = launch("--version");
+    expect({ status: r.status, stdout: r.stdout, stderr: r.stderr }).toEqual({ status: 0, stdout: `${PACKAGE.version}\n`, stderr: "" });
+  });
+
+  it("--help prints the usage on stdout", () => {
+    const r = launch("--help");
+    expect(r.status).toBe(0);
+    expect(r.stderr).toBe("");
+    expect(r.stdout.startsWith("usage: mufold <command>")).toBe(true);
+    expect(r.stdout).toContain("mufold fold");
+  });
+});
