@@ -6,8 +6,10 @@
  *
  *   npm run build && npx tsx bench/capacity.bench.ts [--records 60000] [--json FILE]
  *
- * The prediction: the cores are shared by every process, so the cluster run's throughput is
- *   cores / (worker + Redis + broker CPU per record)
+ * Both runs start their workers on the empty topic and wait until they have joined, then produce
+ * the workload and fold it (end to end). The prediction: the cores are shared by every process,
+ * so the cluster run's throughput is
+ *   cores / (worker + Redis + broker + producer CPU per record)
  * and each master holds identities × bytes per identity / masters of Redis memory. The
  * bench prints predicted and measured side by side (and their ratio); the formula is only
  * as good as that ratio. Needs KAFKA_BROKERS / REDIS_URL and starts infra/redis-cluster.
@@ -56,23 +58,28 @@ function brokerPid(): number {
 }
 
 /** Redis server CPU (used_cpu_user + used_cpu_sys) in µs and used_memory, summed over the given nodes. */
-async function redisStats(nodes: Redis[]): Promise<{ cpuUs: number; memory: number[] }> {
+async function redisStats(nodes: Redis[]): Promise<{ cpuUs: number; memory: number[]; fcalls: number }> {
   let cpuUs = 0;
+  let fcalls = 0;
   const memory: number[] = [];
   for (const node of nodes) {
     const info = await node.info();
     const num = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)![1]);
     cpuUs += (num("used_cpu_user") + num("used_cpu_sys")) * 1e6;
     memory.push(num("used_memory"));
+    fcalls += Number(/^cmdstat_fcall:calls=(\d+)/m.exec(await node.info("commandstats"))?.[1] ?? 0);
   }
-  return { cpuUs, memory };
+  return { cpuUs, memory, fcalls };
 }
 
-async function produce(settings: Settings, messages: OutMessage[]): Promise<void> {
+async function createTopics(settings: Settings): Promise<void> {
   const admin = createKafka({ brokers: settings.brokers, clientId: "bench-capacity" }).admin();
   await admin.connect();
   await ensureTopics(admin, [{ topic: settings.topic, partitions: PARTITIONS }, { topic: `${settings.topic}.dlq`, partitions: PARTITIONS }]);
   await admin.disconnect();
+}
+
+async function produce(settings: Settings, messages: OutMessage[]): Promise<void> {
   const sender = await openSender(settings);
   await sender.send(messages);
   await sender.close();
@@ -94,39 +101,64 @@ interface Run {
   workerCpuUs: number;
   redisCpuUs: number;
   brokerCpuUs: number;
+  producerCpuUs: number;
+  fcalls: number;
   memoryDelta: number[];
   identities: number;
 }
 
-/** Produce the workload (not timed), then fold it with `workers` worker processes; costs from /proc and INFO. */
+/** Every member has joined and the group is stable (waits on the broker's view, not a sleep). */
+async function waitJoined(settings: Settings, members: number): Promise<void> {
+  const admin = createKafka({ brokers: settings.brokers, clientId: "bench-capacity-watch" }).admin();
+  await admin.connect();
+  try {
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const [group] = (await admin.describeGroups([settings.group])).groups;
+      if (group?.state === "Stable" && group.members.length === members) return;
+      if (Date.now() > deadline) throw new Error(`group ${settings.group} did not become stable with ${members} members`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/**
+ * Start `workers` worker processes on the empty topic and wait until they have joined (their start-up is not a
+ * per-record cost), then produce the workload from this process and fold it: wall time until every record is
+ * committed, and the CPU meanwhile of the workers (/proc), Redis (INFO), the broker (/proc) and the producer (this
+ * process): every process that shares the cores.
+ */
 async function run(settings: Settings, workers: number, seed: number): Promise<Run> {
   await ensureSetup(settings);
-  await produce(settings, workload(seed));
+  const messages = workload(seed);
+  await createTopics(settings);
   const redis = connectRedis(settings.redisUrl);
   const nodes = await masterNodes(redis);
-  const before = await redisStats(nodes);
-  const broker = brokerPid();
-  const brokerBefore = processCpuUs(broker);
-  const t0 = Date.now();
   const children = Array.from({ length: workers }, () => spawnWorker(settings));
-  const lastCpu = new Map<number, number>();
-  const sample = setInterval(() => {
-    for (const c of children) if (c.pid !== undefined && c.exitCode === null) lastCpu.set(c.pid, processCpuUs(c.pid));
-  }, 200);
+  await waitJoined(settings, workers);
+  const cpuOf = () => new Map(children.map((c) => [c.pid!, processCpuUs(c.pid!)]));
+  const broker = brokerPid();
+  const before = { workers: cpuOf(), redis: await redisStats(nodes), broker: processCpuUs(broker), producer: process.cpuUsage() };
+  const t0 = Date.now();
+  await produce(settings, messages);
   await waitCaughtUp(settings, 1_800_000);
   const seconds = (Date.now() - t0) / 1000;
-  clearInterval(sample);
-  for (const c of children) if (c.pid !== undefined) lastCpu.set(c.pid, processCpuUs(c.pid));
-  const brokerCpuUs = processCpuUs(broker) - brokerBefore;
+  const workersAfter = cpuOf();
+  const producer = process.cpuUsage(before.producer);
+  const brokerCpuUs = processCpuUs(broker) - before.broker;
   const after = await redisStats(nodes);
   for (const c of children) await stopWorker(c);
   await redis.quit();
   const result: Run = {
     seconds,
-    workerCpuUs: [...lastCpu.values()].reduce((a, b) => a + b, 0),
-    redisCpuUs: after.cpuUs - before.cpuUs,
+    workerCpuUs: [...workersAfter].reduce((a, [pid, us]) => a + us - before.workers.get(pid)!, 0),
+    redisCpuUs: after.cpuUs - before.redis.cpuUs,
     brokerCpuUs,
-    memoryDelta: after.memory.map((m, i) => m - before.memory[i]!),
+    producerCpuUs: producer.user + producer.system,
+    fcalls: after.fcalls - before.redis.fcalls,
+    memoryDelta: after.memory.map((m, i) => m - before.redis.memory[i]!),
     identities: await identities(settings),
   };
   await dropPrefix(settings);
@@ -142,20 +174,21 @@ const costs = {
   worker_cpu_us_per_record: perRecord(single.workerCpuUs),
   redis_cpu_us_per_record: perRecord(single.redisCpuUs),
   broker_cpu_us_per_record: perRecord(single.brokerCpuUs),
+  producer_cpu_us_per_record: perRecord(single.producerCpuUs),
   redis_bytes_per_identity: single.memoryDelta[0]! / single.identities,
 };
 
 // 2. The prediction for 3 workers on a 3-master cluster on these cores.
 const MASTERS = 3;
 const WORKERS = 3;
-const totalUs = costs.worker_cpu_us_per_record + costs.redis_cpu_us_per_record + costs.broker_cpu_us_per_record;
+const totalUs = costs.worker_cpu_us_per_record + costs.redis_cpu_us_per_record + costs.broker_cpu_us_per_record + costs.producer_cpu_us_per_record;
 const predictedRate = (CORES * 1e6) / totalUs;
 
 // 3. Measure it.
 const clusterUrl = await startRedisCluster();
 const cluster = await run(testSettings({ partitions: PARTITIONS, redisUrl: clusterUrl }), WORKERS, 12);
 const measuredRate = RECORDS / cluster.seconds;
-const measuredCores = (cluster.workerCpuUs + cluster.redisCpuUs + cluster.brokerCpuUs) / 1e6 / cluster.seconds;
+const measuredCores = (cluster.workerCpuUs + cluster.redisCpuUs + cluster.brokerCpuUs + cluster.producerCpuUs) / 1e6 / cluster.seconds;
 const predictedPerMaster = (cluster.identities * costs.redis_bytes_per_identity) / MASTERS;
 
 const result = {
@@ -164,15 +197,17 @@ const result = {
   git_commit: execFileSync("git", ["rev-parse", "HEAD"]).toString().trim(),
   records: RECORDS,
   cores: CORES,
-  single: { seconds: round(single.seconds), identities: single.identities, ...Object.fromEntries(Object.entries(costs).map(([k, v]) => [k, round(v)])) },
+  single: { seconds: round(single.seconds), identities: single.identities, fcalls_per_record: round(single.fcalls / RECORDS, 3), ...Object.fromEntries(Object.entries(costs).map(([k, v]) => [k, round(v)])) },
   cluster: {
     workers: WORKERS,
     masters: MASTERS,
     seconds: round(cluster.seconds),
     identities: cluster.identities,
+    fcalls_per_record: round(cluster.fcalls / RECORDS, 3),
     worker_cpu_us_per_record: round(perRecord(cluster.workerCpuUs)),
     redis_cpu_us_per_record: round(perRecord(cluster.redisCpuUs)),
     broker_cpu_us_per_record: round(perRecord(cluster.brokerCpuUs)),
+    producer_cpu_us_per_record: round(perRecord(cluster.producerCpuUs)),
     cores_busy: round(measuredCores, 2),
     redis_memory_per_master: cluster.memoryDelta,
   },
