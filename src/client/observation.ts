@@ -10,13 +10,11 @@ import {
   PyFloat,
   RECEIPT_SCHEMA_VERSION,
   buildObservation,
-  type AttributionLevel,
-  type EvidenceBasis,
   type Observation,
   type PyObject,
   type PyValue,
   type Scope,
-  type UtilityLabel,
+  type UtilityFields,
 } from "../core/index.js";
 
 export interface QueryEvidence {
@@ -72,7 +70,12 @@ export interface AttributionContext {
 }
 
 /** The evaluator's judgment. The echoed fields (scope, ids, refs) must equal the trusted facts'. */
-export interface EvaluatorProposal {
+/**
+ * The evaluator's judgment (`UtilityFields`: label, attribution level, evidence basis, `confidence` in [0, 1]
+ * written as a float, reason codes, evidence refs — required unless the label is `unknown` with a weak basis —,
+ * evaluator and version) about one application.
+ */
+export interface EvaluatorProposal extends UtilityFields {
   scope: Scope;
   application_id: string;
   artifact_ref: string;
@@ -82,16 +85,6 @@ export interface EvaluatorProposal {
   policy_snapshot_ref: string;
   /** `item`: exactly one of the receipt's digests; `set` and `none`: all of them. */
   memory_ref_digests: string[];
-  utility_label: UtilityLabel;
-  attribution_level: AttributionLevel;
-  evidence_basis: EvidenceBasis;
-  /** In [0, 1]; a float in the packet (`1` is written `1.0`). */
-  confidence: number;
-  reason_codes: string[];
-  /** Required unless the label is `unknown` with a weak basis. */
-  evidence_refs: string[];
-  evaluator_ref: string;
-  evaluation_version: string;
 }
 
 export interface ObservationInput {

@@ -32,6 +32,7 @@ export {
   ATTRIBUTION_LEVELS,
   EVIDENCE_BASES,
   type Observation,
+  type UtilityFields,
   type UtilityLabel,
   type AttributionLevel,
   type EvidenceBasis,

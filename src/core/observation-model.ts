@@ -16,16 +16,8 @@ export type UtilityLabel = (typeof UTILITY_LABELS)[number];
 export type AttributionLevel = (typeof ATTRIBUTION_LEVELS)[number];
 export type EvidenceBasis = (typeof EVIDENCE_BASES)[number];
 
-/** A normalized observation. `confidence` is a Python float. */
-export interface Observation {
-  schema_version: typeof OBSERVATION_SCHEMA_VERSION;
-  observation_id: string;
-  scope: Scope;
-  application_receipt_id: string;
-  memory_ref_digests: string[];
-  retrieval_snapshot_ref: string;
-  policy_snapshot_ref: string;
-  outcome_ref: string;
+/** The evaluator's judgment: the part of an observation a proposal supplies. `confidence` is a Python float. */
+export interface UtilityFields {
   utility_label: UtilityLabel;
   attribution_level: AttributionLevel;
   evidence_basis: EvidenceBasis;
@@ -34,6 +26,18 @@ export interface Observation {
   evidence_refs: string[];
   evaluator_ref: string;
   evaluation_version: string;
+}
+
+/** A normalized observation. `confidence` is a Python float. */
+export interface Observation extends UtilityFields {
+  schema_version: typeof OBSERVATION_SCHEMA_VERSION;
+  observation_id: string;
+  scope: Scope;
+  application_receipt_id: string;
+  memory_ref_digests: string[];
+  retrieval_snapshot_ref: string;
+  policy_snapshot_ref: string;
+  outcome_ref: string;
   created_at: string;
   grants_new_action_authority: false;
   provider_write_performed: false;

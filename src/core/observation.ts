@@ -19,9 +19,9 @@ import {
 } from "./fields.js";
 import { observationIdentityJson, observationJson } from "./observation-json.js";
 import { pyStrStrip } from "./pystr.js";
-import { ATTRIBUTION_LEVELS, EVIDENCE_BASES, OBSERVATION_SCHEMA_VERSION, UTILITY_LABELS, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityLabel } from "./observation-model.js";
+import { ATTRIBUTION_LEVELS, EVIDENCE_BASES, OBSERVATION_SCHEMA_VERSION, UTILITY_LABELS, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityFields, type UtilityLabel } from "./observation-model.js";
 
-export { ATTRIBUTION_LEVELS, EVIDENCE_BASES, OBSERVATION_SCHEMA_VERSION, UTILITY_LABELS, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityLabel };
+export { ATTRIBUTION_LEVELS, EVIDENCE_BASES, OBSERVATION_SCHEMA_VERSION, UTILITY_LABELS, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityFields, type UtilityLabel };
 import { PyFloat, isPyObject, type PyObject, type PyValue } from "./pyvalue.js";
 
 const UTILITY_LABEL_SET: ReadonlySet<string> = new Set(UTILITY_LABELS);
@@ -75,17 +75,6 @@ export const IDENTITY_FIELDS = [
   "evaluator_ref",
   "evaluation_version",
 ] as const;
-
-export interface UtilityFields {
-  utility_label: UtilityLabel;
-  attribution_level: AttributionLevel;
-  evidence_basis: EvidenceBasis;
-  confidence: number;
-  reason_codes: string[];
-  evidence_refs: string[];
-  evaluator_ref: string;
-  evaluation_version: string;
-}
 
 /** `float(value)` for a confidence; every failure has one message. */
 export function confidenceOf(value: PyValue | undefined): number {
