@@ -1,7 +1,7 @@
 /**
  * IdentityModel.plan for one new delivery on an identity already holding N
  * deliveries: pure, in process, no Kafka or Redis. This is the per-identity
- * step of the fold (consumers/identity-applier.ts calls it once per identity
+ * step of the fold (src/fold/identity-applier.ts calls it once per identity
  * per batch): fold the delivery into the state, recompute the packet parts,
  * diff them against the stored parts and (change feed on, the default) digest
  * the packet. Each sample plans on a fresh model (built untimed) so every

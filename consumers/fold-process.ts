@@ -7,11 +7,11 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
 import { groupOffsets, partitionOffsets } from "../src/adapters/kafka/topics.js";
-import type { Settings } from "../src/config/settings.js";
+import { settingsEnv, type Settings } from "../src/config/settings.js";
 import { MufoldError } from "../src/errors.js";
 
-/** The CLI entry, found through the package's own name (the same from source and from dist/). */
-function binPath(): string {
+/** The CLI entry, bin/mufold.js, found through the package's own name (the same from source and from dist/). */
+export function mufoldBin(): string {
   return join(dirname(createRequire(import.meta.url).resolve("mufold/package.json")), "bin", "mufold.js");
 }
 
@@ -28,23 +28,14 @@ export const WORKER_NODE_FLAGS = ["--max-semi-space-size=32"];
  * the worker only checks for the Redis functions and exits 2 without them.
  */
 export function spawnFoldWorker(settings: Settings, extraEnv: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, [...WORKER_NODE_FLAGS, binPath(), "fold"], {
+  return spawn(process.execPath, [...WORKER_NODE_FLAGS, mufoldBin(), "fold"], {
     env: { ...process.env, ...settingsEnv(settings), MUFOLD_LOG_LEVEL: process.env.MUFOLD_LOG_LEVEL ?? "error", ...extraEnv },
     stdio: ["ignore", "ignore", "inherit"],
   });
 }
 
-/** The environment that gives a spawned `mufold` command these settings' endpoints, topic, group and prefix. */
-export function settingsEnv(settings: Settings): Record<string, string> {
-  return {
-    KAFKA_BROKERS: settings.brokers.join(","),
-    REDIS_URL: settings.redisUrl,
-    MUFOLD_TOPIC: settings.topic,
-    MUFOLD_GROUP: settings.group,
-    MUFOLD_PREFIX: settings.prefix,
-    MUFOLD_PARTITIONS: String(settings.partitions),
-  };
-}
+/** The environment that gives a spawned `mufold` command these settings (all of the registry's). */
+export { settingsEnv };
 
 /** Wait until the group has committed every partition's end offset (Redis has every record). */
 export async function waitForGroup(

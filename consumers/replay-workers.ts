@@ -11,9 +11,8 @@
  * they run the built CLI (dist/): `npm run build` before running from source.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import type { Settings } from "../src/config/settings.js";
-import { WORKER_NODE_FLAGS } from "./fold-process.js";
+import { WORKER_NODE_FLAGS, mufoldBin } from "./fold-process.js";
 import { MufoldError } from "../src/errors.js";
 import type { Logger } from "../src/observability/log.js";
 import { describeProgress, targetsReached } from "./log-reader.js";
@@ -22,13 +21,6 @@ import { settingsToWire, type FromWorker, type ToWorker } from "./replay-protoco
 
 /** How long a worker may take to stop when told before it is killed. */
 const STOP_GRACE_MS = 30_000;
-
-/** bin/mufold.js at the repository root (this file is consumers/ or dist/consumers/). */
-function binPath(): string {
-  const here = fileURLToPath(import.meta.url);
-  const at = here.lastIndexOf(here.includes("/dist/consumers/") ? "/dist/consumers/" : "/consumers/");
-  return `${here.slice(0, at)}/bin/mufold.js`;
-}
 
 /** Partition p goes to worker (its rank among the sorted partitions) mod n: counts differ by at most one. */
 export function splitPartitions(targets: ReadonlyMap<number, bigint>, n: number): Map<number, bigint>[] {
@@ -103,7 +95,7 @@ export class WorkerPool implements ShadowReader {
 
   private spawnWorker(index: number, share: Set<number>, onReady: (w: Worker) => void): void {
     // The V8 flags of every worker process (the fold's too): bin/mufold.js's shebang is not read when spawned this way.
-    const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, binPath(), "replay", "--internal-worker"], {
+    const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, mufoldBin(), "replay", "--internal-worker"], {
       stdio: ["ignore", "ignore", "inherit", "ipc"],
       serialization: "advanced",
     });

@@ -9,6 +9,7 @@
  * packets it read for the comparison: nothing is read twice.
  */
 import type { RedisStore } from "../src/adapters/redis/store.js";
+import { WATERMARK_PREFIX } from "../src/fold/keys.js";
 
 export type VerifyFailureReason =
   | "bytes_differ"
@@ -134,7 +135,7 @@ const MAX_LISTED = 100;
 
 function watermarks(meta: Record<string, string>): string {
   return Object.keys(meta)
-    .filter((k) => k.startsWith("w:"))
+    .filter((k) => k.startsWith(WATERMARK_PREFIX))
     .sort()
     .map((k) => `${k}=${meta[k]}`)
     .join(",");

@@ -9,7 +9,7 @@
  * Uses only commands of the reader ACL role (HGET, XREAD).
  */
 import type { RedisClient } from "../adapters/redis/connect.js";
-import { changesKey, controlKey } from "../fold/keys.js";
+import { CONTROL_FIELDS, changesKey, controlKey } from "../fold/keys.js";
 import { MufoldError } from "../errors.js";
 import { PROJECTION_STATUSES, type ProjectionStatus } from "./projection.js";
 
@@ -61,7 +61,7 @@ export interface SubscribeOptions {
 const STATUS_SET: ReadonlySet<string> = new Set(PROJECTION_STATUSES);
 
 async function liveGeneration(redis: RedisClient, prefix: string): Promise<number | null> {
-  const g = await redis.hget(controlKey(prefix), "generation");
+  const g = await redis.hget(controlKey(prefix), CONTROL_FIELDS.generation);
   return g === null ? null : Number(g);
 }
 

@@ -69,11 +69,10 @@ export interface AttributionContext {
   policy_snapshot_ref: string;
 }
 
-/** The evaluator's judgment. The echoed fields (scope, ids, refs) must equal the trusted facts'. */
 /**
  * The evaluator's judgment (`UtilityFields`: label, attribution level, evidence basis, `confidence` in [0, 1]
  * written as a float, reason codes, evidence refs — required unless the label is `unknown` with a weak basis —,
- * evaluator and version) about one application.
+ * evaluator and version) about one application. The echoed fields (scope, ids, refs) must equal the trusted facts'.
  */
 export interface EvaluatorProposal extends UtilityFields {
   scope: Scope;

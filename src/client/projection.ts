@@ -2,7 +2,7 @@
  * The packet `memory_utility_projection_v0` as TypeScript types: what a reader
  * gets back from `JSON.parse` of the packet bytes. The field sets are the ones
  * the readback validator (src/core/projection-validator.ts) requires exactly;
- * test/unit/client-projection.unit.spec.ts holds them against real packets.
+ * test/unit/client-api.unit.spec.ts holds them against real packets.
  *
  * Numbers are plain JS numbers here: JSON.parse does not keep Python's
  * int/float distinction (`1.0` reads as `1`). Byte-exact work (digests,

@@ -168,7 +168,7 @@ const schema = z.object({
   group: z.string().min(1),
   prefix: z.string().regex(/^[A-Za-z0-9_.:-]{1,100}$/, "letters, digits, _ . : - only"),
   reducerVersion: z.string().regex(OPAQUE_REF, "must be an opaque reference"),
-  partitions: z.coerce.number().int().min(1).max(10_000),
+  partitions: integer(1, 10_000),
   // "broker" lets the broker apply its default.replication.factor (kafkajs sends -1; see topics.ts).
   replicationFactor: z.string().transform((s, ctx): number | "broker" => {
     const v = s.trim().toLowerCase();
@@ -177,8 +177,8 @@ const schema = z.object({
     ctx.addIssue({ code: "custom", message: "must be broker (the broker's default.replication.factor) or an integer from 1 to 32767" });
     return z.NEVER;
   }),
-  cacheSize: z.coerce.number().int().min(1),
-  maxValueBytes: z.coerce.number().int().min(1024).max(16 * 1024 * 1024),
+  cacheSize: integer(1, Number.MAX_SAFE_INTEGER),
+  maxValueBytes: integer(1024, 16 * 1024 * 1024),
   allowFiniteRetention: bool,
   allowEvictingPolicy: bool,
   clientId: z.string().min(1),
@@ -194,15 +194,15 @@ const schema = z.object({
   kafkaSaslPasswordFile: optional,
   redisTlsCa: optional,
   redisPasswordFile: optional,
-  sessionTimeoutMs: z.coerce.number().int().min(1_000).max(3_600_000),
-  heartbeatIntervalMs: z.coerce.number().int().min(100).max(1_200_000),
-  outageToleranceSeconds: z.coerce.number().int().min(0).max(86_400),
-  connectTimeoutMs: z.coerce.number().int().min(100).max(600_000),
-  pauseLeaseSeconds: z.coerce.number().int().min(2).max(3_600),
-  fetchMaxBytes: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024),
-  partitionFetchMaxBytes: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024),
-  partitionsConcurrency: z.coerce.number().int().min(1).max(1024),
-  identitiesInFlight: z.coerce.number().int().min(1).max(100_000),
+  sessionTimeoutMs: integer(1_000, 3_600_000),
+  heartbeatIntervalMs: integer(100, 1_200_000),
+  outageToleranceSeconds: integer(0, 86_400),
+  connectTimeoutMs: integer(100, 600_000),
+  pauseLeaseSeconds: integer(2, 3_600),
+  fetchMaxBytes: integer(1024, 1024 * 1024 * 1024),
+  partitionFetchMaxBytes: integer(1024, 1024 * 1024 * 1024),
+  partitionsConcurrency: integer(1, 1024),
+  identitiesInFlight: integer(1, 100_000),
   changeFeed: z.string().transform((s, ctx) => {
     const v = s.trim().toLowerCase();
     if (FEED_ON.includes(v)) return true;
@@ -254,6 +254,30 @@ export interface ResolvedSettings {
   settings: Settings;
   /** Where each setting's value came from. */
   sources: Record<SettingName, SettingSource>;
+}
+
+/**
+ * The environment that gives a spawned mufold command exactly these settings: every setting of the
+ * registry by its variable (lists comma-joined, unset as empty, CA files by their path). Credentials
+ * are not written out: a password from a file goes by its file setting, one from the environment is
+ * inherited with the rest of it.
+ */
+export function settingsEnv(settings: Settings): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of SETTING_NAMES) {
+    const spec = settingSpec(name);
+    if (spec.secret === true) continue;
+    const value: unknown = (settings as Record<string, unknown>)[name];
+    env[spec.env] =
+      value === undefined || value === null
+        ? ""
+        : Array.isArray(value)
+          ? value.join(",")
+          : typeof value === "object" && "path" in value
+            ? String((value as PemFile).path)
+            : String(value);
+  }
+  return env;
 }
 
 /** Credentials in a Redis URL, and whether it uses TLS. */

@@ -62,7 +62,6 @@ function requestOf(source: PyObject): {
   return { observations, scope, retrieval, policy, reducerVersion, previous };
 }
 
-/** Run `utility-project` on the text of an input file. */
 /** The reducer's packet as canonical JSON (through the same parts the fold stores), and whether it is ok. */
 export function reduceObservationsJson(input: ReduceInput): { json: string; ok: boolean } {
   const prepared = prepareReduction(input);

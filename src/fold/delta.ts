@@ -33,7 +33,7 @@ export interface Scalars {
 export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChanges, sealing: boolean): PartOp[] {
   const ops: PartOp[] = [];
   if (next.rejected !== prev.rejected) ops.push(next.rejected === null ? hdel("m", META_FIELDS.rejected) : hset("m", META_FIELDS.rejected, next.rejected));
-  if (next.deliveries !== prev.deliveries) ops.push(hset("m", "n", String(next.deliveries)));
+  if (next.deliveries !== prev.deliveries) ops.push(hset("m", META_FIELDS.deliveries, String(next.deliveries)));
   if (sealing) {
     // Past 1024 deliveries the packet is a constant rejected packet: drop the rest.
     if (prev.skeleton !== "") ops.push(hdel("m", META_FIELDS.skeleton), hdel("m", META_FIELDS.accepted));

@@ -24,7 +24,7 @@ import { MAX_PROJECTION_OBSERVATIONS } from "../core/projection-limits.js";
 import { decodeStoredState, storedRecord } from "./delivery-record.js";
 import { opsForChanges, type PartOp, type Scalars } from "./delta.js";
 import type { PartsView } from "../core/packet-parts.js";
-import { META_FIELDS, watermarkField } from "./keys.js";
+import { META_FIELDS, WATERMARK_PREFIX, watermarkField } from "./keys.js";
 
 export interface Delivery {
   observation: Observation;
@@ -65,10 +65,9 @@ export interface Plan {
   reannounce: ChangeNote | null;
 }
 
-/** Meta fields of the change feed (see ChangeNote). */
-/** The meta field holding the content digest. */
+/** Meta fields of the change feed: the content digest, and the last change's note (see ChangeNote). */
 export const DIGEST_FIELD = META_FIELDS.digest;
-export const CHANGE_FIELD = "chg";
+export const CHANGE_FIELD = META_FIELDS.change;
 
 /** `"status":"…"` in a canonical (rejected) packet or a skeleton in the stored form (compact-json.ts). */
 const STATUS = new RegExp(`[{,](?:"status":|${compactKey("status").replace(/[\\^$.*+?()[\]{}|]/g, "\\$&")})"([^"\\\\]*)"`);
@@ -144,7 +143,7 @@ export class IdentityModel {
   static fromStored(identity: string, context: ReducerContext, meta: Record<string, string>, records: ReadonlyMap<string, string>, history: ReadonlyMap<string, string> = new Map()): IdentityModel {
     const model = new IdentityModel(identity, context);
     model.version = Number(meta[META_FIELDS.version] ?? "0");
-    for (const [field, value] of Object.entries(meta)) if (field.startsWith("w:")) model.watermarks.set(field, BigInt(value));
+    for (const [field, value] of Object.entries(meta)) if (field.startsWith(WATERMARK_PREFIX)) model.watermarks.set(field, BigInt(value));
     model.storedDigest = meta[DIGEST_FIELD] ?? null;
     model.storedChange = meta[CHANGE_FIELD] ?? null;
     model.unannounced = model.version > 0 && model.storedChange !== null;

@@ -1,6 +1,6 @@
 /**
  * The port the fold engine stores identities through: exactly what the
- * applier (consumers/identity-applier.ts) needs, plus `read` and
+ * applier (src/fold/identity-applier.ts) needs, plus `read` and
  * `listIdentities` for the contract suite. Two adapters implement it: Redis
  * (src/adapters/redis/store.ts, the Lua functions of mufold_v1.lua) and memory
  * (src/adapters/memory/identity-store.ts); test/support/identity-store-contract.ts

@@ -36,7 +36,17 @@ export const META_FIELDS = {
   accepted: "acc",
   /** The content digest (docs/architecture.md "Change feed"). */
   digest: "dig",
+  /** Deliveries folded (every delivery, duplicates and conflicts included). */
+  deliveries: "n",
+  /** The last change's note, to announce it again after a redelivery. */
+  change: "chg",
 } as const;
+
+/** Meta fields `w:<topic>:<partition>` hold a partition's watermark (the next offset to fold). */
+export const WATERMARK_PREFIX = "w:";
+
+/** Fields of the control hash that readers use: the live generation. The rest is the control library's (mufold_control_v1.lua). */
+export const CONTROL_FIELDS = { generation: "generation" } as const;
 
 export function partIndex(part: IdentityPart): number {
   return IDENTITY_PARTS.indexOf(part);
@@ -73,5 +83,5 @@ export function indexKey(prefix: string, generation: number): string {
 }
 
 export function watermarkField(topic: string, partition: number): string {
-  return `w:${topic}:${partition}`;
+  return `${WATERMARK_PREFIX}${topic}:${partition}`;
 }

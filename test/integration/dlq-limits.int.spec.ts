@@ -23,7 +23,7 @@ import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, 
 
 const { CompressionTypes, ConfigResourceTypes } = kafkajs;
 const require = createRequire(import.meta.url);
-// kafkajs's own record encoder: the bytes a DLQ copy takes, independent of consumers/dlq.ts.
+// kafkajs's own record encoder: the bytes a DLQ copy takes, independent of src/fold/dead-letter.ts.
 const KafkaRecord = require("kafkajs/src/protocol/recordBatch/record/v0") as (r: object) => { buffer: Buffer };
 
 /** Kafka's default max.message.bytes, which these tests are about. */

@@ -143,7 +143,10 @@ describe("readback snippets in docs/examples print exactly what `mufold read` pr
     checkSnippet((args) => exec(process.execPath, [join(EXAMPLES, "read.mjs"), ...args], env));
   });
 
-  it("Go (go-redis): docs/examples/read.go, vetted and built", () => {
+  // Built with the Go toolchain when it is on the machine (CI's is): without it this test is reported
+  // skipped — never passed — and the Python and Node snippets still run.
+  const hasGo = spawnSync("go", ["version"], { encoding: "utf8" }).status === 0;
+  it.skipIf(!hasGo)("Go (go-redis): docs/examples/read.go, vetted and built", () => {
     const binary = goBinary();
     checkSnippet((args) => exec(binary, args, env));
   });

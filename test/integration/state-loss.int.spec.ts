@@ -64,7 +64,9 @@ const exact = { missing: [], extra: [], different: [] };
 
 describe("state loss: detected before any commit, never rebuilt upon, recovered by a promote", () => {
   it("Redis emptied mid-batch with a small cache: nothing is lost, generations are never reused", async () => {
-    const { settings, redis } = isolated(6, { cacheSize: 5, partitions: 6 });
+    // Small batches, one partition at a time: the fold must still be mid-stream when Redis is emptied
+    // (with default batches it can fold all 9,000 between two polls of the committed offsets).
+    const { settings, redis } = isolated(6, { cacheSize: 5, partitions: 6, partitionFetchMaxBytes: 16_384, partitionsConcurrency: 1 });
     const observations = workload(61, 30, 300); // 9,000 deliveries over ~90 identities
     await produce(settings, observations.map(observationMessage));
     const worker = await startFold(settings);

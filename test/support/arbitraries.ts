@@ -1429,7 +1429,6 @@ export function observationCase(opts: { validRate?: number } = {}): fc.Arbitrary
     });
 }
 
-/** One observation as JSON text, valid or malformed. */
 // ---------------------------------------------------------------------------
 // Byte order marks (cli-bom.ref.spec.ts): the same text as the bytes of a
 // file or a record value, with or without a UTF-8 BOM where a decoder might

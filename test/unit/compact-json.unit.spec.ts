@@ -67,7 +67,7 @@ describe("compact JSON", () => {
     expect(loaded).toContain("local MAX_HISTORY = 256\n");
     expect(loaded).toContain("local MAX_REJECTIONS = 64\n");
     expect(loaded).toContain("local PART = { m = 1, d = 2, s = 3, si = 4, h = 5, hi = 6, hl = 7, c = 8, ci = 9, p = 10 }\n");
-    expect(loaded).toContain("local META = { version = 'v', rejected = 'rej', skeleton = 'skel', accepted = 'acc', digest = 'dig' }\n");
+    expect(loaded).toContain("local META = { version = 'v', rejected = 'rej', skeleton = 'skel', accepted = 'acc', digest = 'dig', deliveries = 'n', change = 'chg' }\n");
     expect(loaded).toContain("local SEP = '\\001'\n");
     expect(loaded.startsWith("#!lua name=mufold_v1\n")).toBe(true);
   });

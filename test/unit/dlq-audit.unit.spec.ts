@@ -21,7 +21,7 @@ function source(offset: number, value: string | null, intent?: { cls: string; re
   return { topic: TOPIC, partition: 0, offset: String(offset), key: Buffer.from("a/p/c/s"), value: buf(value), headers };
 }
 
-/** A DLQ copy as the fold writes it (headers spelled out here, not built with consumers/dlq.ts). */
+/** A DLQ copy as the fold writes it (headers spelled out here, not built with src/fold/dead-letter.ts). */
 function copy(of: SourceRecord, reason: string, extra: Partial<SourceRecord> = {}, headers: Record<string, string> = {}): SourceRecord {
   return {
     topic: `${TOPIC}.dlq`,

@@ -24,6 +24,7 @@ import {
   settingFlags,
   settingFromEnv,
   settingSpec,
+  settingsEnv,
 } from "../../src/config/settings.js";
 import type { PyObject } from "../../src/core/pyvalue.js";
 import { MufoldError } from "../../src/errors.js";
@@ -71,6 +72,47 @@ describe("the registry", () => {
     // serve's own names of two settings are flags of serve only.
     expect(SERVE.flags.port).toEqual({ type: "string" });
     expect(settingFlags().port).toBeUndefined();
+  });
+});
+
+describe("settingsEnv: what a spawned worker is given", () => {
+  it("round-trips every setting of the registry through the environment", () => {
+    const env = {
+      MUFOLD_REDUCER_VERSION: "memory_utility_reducer_v1",
+      MUFOLD_CACHE_SIZE: "7",
+      MUFOLD_CHANGE_FEED: "off",
+      MUFOLD_PROPOSALS_TOPIC: "review.proposals",
+      MUFOLD_HTTP_PORT: "9001",
+      MUFOLD_PARTITIONS: "3",
+      MUFOLD_REPLICATION_FACTOR: "2",
+      KAFKA_BROKERS: "b1:9092,b2:9093",
+      MUFOLD_ALLOW_EVICTING_POLICY: "true",
+      MUFOLD_KAFKA_RETRIES: "3",
+    };
+    for (const given of [{}, env]) {
+      const settings = resolveSettings({}, given);
+      const passed = settingsEnv(settings);
+      // Every setting but the secret one is written out, by the registry's variable name.
+      expect(Object.keys(passed).sort()).toEqual(SETTING_NAMES.filter((n) => SETTINGS[n].env !== "KAFKA_SASL_PASSWORD").map((n) => SETTINGS[n].env).sort());
+      expect(resolveSettings({}, passed)).toEqual(settings);
+    }
+    expect(settingsEnv(resolveSettings({}, env))).toMatchObject({ MUFOLD_REDUCER_VERSION: "memory_utility_reducer_v1", MUFOLD_CACHE_SIZE: "7", KAFKA_BROKERS: "b1:9092,b2:9093" });
+  });
+});
+
+describe("integer settings", () => {
+  it("refuse an empty value, hex, exponents and signs instead of reading them as numbers", () => {
+    for (const [env, bad] of [
+      ["MUFOLD_OUTAGE_TOLERANCE_SECONDS", ""],
+      ["MUFOLD_OUTAGE_TOLERANCE_SECONDS", " "],
+      ["MUFOLD_SESSION_TIMEOUT_MS", "0x2710"],
+      ["MUFOLD_CACHE_SIZE", "1e3"],
+      ["MUFOLD_PARTITIONS", "+4"],
+      ["MUFOLD_FETCH_MAX_BYTES", "4194304.5"],
+    ] as const) {
+      expect(() => resolveSettings({}, { [env]: bad }), `${env}=${JSON.stringify(bad)}`).toThrow(new RegExp(`${env}.*must be an integer`));
+    }
+    expect(resolveSettings({}, { MUFOLD_SESSION_TIMEOUT_MS: " 10000 " }).sessionTimeoutMs).toBe(10_000);
   });
 });
 

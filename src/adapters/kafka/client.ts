@@ -30,7 +30,7 @@ export interface KafkaSettings {
   retry?: { retries: number; initialRetryTime: number; maxRetryTime: number };
 }
 
-/** The security part of the settings (config.ts's Settings has it all). */
+/** The security part of the settings (src/config/settings.ts's Settings has it all). */
 export interface KafkaSecuritySettings {
   brokers: string[];
   clientId: string;
@@ -39,7 +39,7 @@ export interface KafkaSecuritySettings {
   kafkaSaslMechanism: "plain" | "scram-sha-256" | "scram-sha-512" | undefined;
   kafkaSaslUsername: string | undefined;
   kafkaSaslPassword: { reveal(): string } | undefined;
-  /** The retry budget settings (config.ts); absent ones take their defaults. */
+  /** The retry budget settings (src/config/settings.ts); absent ones take their defaults. */
   kafkaRetries?: number;
   kafkaInitialRetryTimeMs?: number;
   kafkaMaxRetryTimeMs?: number;

@@ -31,8 +31,9 @@ import { settingDefault } from "../../config/settings.js";
 const redact = (url: string): string => redactRedisUrl(url);
 import { Cluster, Command, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import { MufoldError } from "../../errors.js";
+import { META_FIELDS, identityKeys } from "../../fold/keys.js";
 
-/** A password held out of sight (config.ts's Secret), or a plain string. */
+/** A password held out of sight (src/config/settings.ts's Secret), or a plain string. */
 export type PasswordValue = string | { reveal(): string };
 
 /** What connectRedis needs beyond the URL. */
@@ -266,10 +267,10 @@ let routingChecked = false;
  */
 export function assertFcallRouting(): void {
   if (routingChecked) return;
-  const first = "mufold:g1:{mur_routing_check}:m";
-  const expected = new Command("HGET", [first, "v"]).getSlot();
+  const [first, second] = identityKeys("mufold", 1, "mur_routing_check");
+  const expected = new Command("HGET", [first!, META_FIELDS.version]).getSlot();
   for (const name of ["FCALL", "FCALL_RO"]) {
-    const slot = new Command(name, ["mufold_read_v1", 2, first, "mufold:g1:{mur_routing_check}:d", "arg"]).getSlot();
+    const slot = new Command(name, ["mufold_read_v1", 2, first!, second!, "arg"]).getSlot();
     if (slot === null || slot !== expected) {
       throw new MufoldError(`this ioredis version does not route ${name} by its first key (slot ${String(slot)}, expected ${String(expected)}): Redis Cluster is unsupported with it`);
     }

@@ -12,7 +12,7 @@
  */
 import type { Cluster, Redis } from "ioredis";
 import type { PartOp } from "../../fold/delta.js";
-import { INDEX_KEY_PATTERN, acksKey, changesKey, controlKey, generationOfIndexKey, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
+import { CONTROL_FIELDS, INDEX_KEY_PATTERN, acksKey, changesKey, controlKey, generationOfIndexKey, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
 import type { IdentityStore, StoredIdentity } from "../../fold/identity-store.js";
 import { assertFcallRouting, isCluster, masterNodes } from "./connect.js";
 import { APPLY_FUNCTION, CONTROL_FUNCTIONS, READ_FUNCTION } from "./functions.js";
@@ -183,7 +183,7 @@ export class RedisStore implements IdentityStore {
 
   /** The live generation by a plain HGET (what any reader does; no function call, no TIME). */
   async liveGeneration(): Promise<number | null> {
-    const g = await this.redis.hget(controlKey(this.prefix), "generation");
+    const g = await this.redis.hget(controlKey(this.prefix), CONTROL_FIELDS.generation);
     return g === null ? null : Number(g);
   }
 
