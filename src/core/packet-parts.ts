@@ -19,7 +19,7 @@ import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } fro
 import { pyEquals, type PyObject } from "./pyvalue.js";
 import { boundsRejection, countsOf, summaryOf, type SummaryCounts } from "./reducer.js";
 import { historyMember, subjectMember } from "./sort-keys.js";
-import { EVIDENCE_RANK, bounded, isDirectional, reduceSubject } from "./subject.js";
+import { bounded, orderDependentProducts, reduceSubject } from "./subject.js";
 
 export interface SubjectPart {
   member: string;
@@ -107,25 +107,10 @@ function recheck(group: SubjectGroup, subject: PyObject, chronological?: readonl
  * bucket of the evidence summary — a superset of what reduceSubject combines.
  */
 function sameProducts(byId: readonly Observation[], inTime: readonly Observation[]): boolean {
-  const x = remainders(byId);
-  const y = remainders(inTime);
+  const x = orderDependentProducts(byId);
+  const y = orderDependentProducts(inTime);
   for (let i = 0; i < x.length; i++) if (x[i] !== y[i] && bounded(1.0 - x[i]!, 0.0, 1.0) !== bounded(1.0 - y[i]!, 0.0, 1.0)) return false;
   return true;
-}
-
-const LABEL_INDEX: Readonly<Record<string, number>> = { helpful: 0, harmful: 1, neutral: 2, unknown: 3 };
-
-/** combinedConfidence's running `remaining` of every bucket, in the items' order: 20 (basis, label) buckets, then 5 directional tiers. */
-function remainders(items: readonly Observation[]): Float64Array {
-  const r = new Float64Array(25).fill(1.0);
-  for (const o of items) {
-    const rank = EVIDENCE_RANK[o.evidence_basis];
-    const c = o.confidence;
-    const factor = 1.0 - ((c > 0.0 ? c : 0.0) < 1.0 ? (c > 0.0 ? c : 0.0) : 1.0); // as combinedConfidence clamps
-    r[rank * 4 + LABEL_INDEX[o.utility_label]!]! *= factor;
-    if (isDirectional(o.utility_label)) r[20 + rank]! *= factor;
-  }
-  return r;
 }
 
 /**

@@ -39,37 +39,90 @@ export function bounded(value: number, lower: number, upper: number): number {
   return pyRound6(v);
 }
 
-/** `1 - Π(1 - clamp01(c))` in list order, rounded to 6 places. */
-export function combinedConfidence(confidences: readonly number[]): number {
-  let remaining = 1.0;
-  for (const c of confidences) {
-    const clamped = (c > 0.0 ? c : 0.0) < 1.0 ? (c > 0.0 ? c : 0.0) : 1.0;
-    remaining *= 1.0 - clamped;
-  }
-  return bounded(1.0 - remaining, 0.0, 1.0);
+const LABEL_RANK: Readonly<Record<UtilityLabel, number>> = { helpful: 0, harmful: 1, neutral: 2, unknown: 3 };
+const LABELS = UTILITY_LABEL_ORDER.length;
+const BUCKETS = EVIDENCE_ORDER.length * LABELS;
+const UNKNOWN_BIT = 1 << LABEL_RANK.unknown;
+
+/**
+ * What a subject's estimate is made of, in one pass over its observations in list order: counts per
+ * (basis, label) bucket, and each bucket's running `remaining` of the reference's combined
+ * confidence, `1 - Π(1 - clamp01(c))` — the same multiplications in the same order, so the same
+ * bits — plus, per evidence tier, the remaining of its directional observations and which labels
+ * it holds.
+ */
+interface SubjectStats {
+  /** Observations per bucket (basis rank × 4 + label rank). */
+  count: Int32Array;
+  /** The combined confidence's `remaining` per bucket, in list order. */
+  remaining: Float64Array;
+  /** Per tier: `remaining` of its directional observations, in list order. */
+  directionalRemaining: Float64Array;
+  /** Per tier: a bit per label present (label rank). */
+  labels: Int32Array;
+  /** The strongest tier present (-1: none). */
+  strongest: number;
+  /** The weakest tier with a directional observation (5: none). */
+  weakestDirectional: number;
 }
 
-const LABEL_RANK: Readonly<Record<UtilityLabel, number>> = { helpful: 0, harmful: 1, neutral: 2, unknown: 3 };
-
-export function evidenceLabelSummary(observations: readonly Observation[]): PyObject[] {
-  // One pass into (basis, label) buckets, each keeping list order, instead of a scan per pair.
-  const buckets: (number[] | undefined)[] = [];
+function subjectStats(observations: readonly Observation[]): SubjectStats {
+  const count = new Int32Array(BUCKETS);
+  const remaining = new Float64Array(BUCKETS).fill(1.0);
+  const directionalRemaining = new Float64Array(EVIDENCE_ORDER.length).fill(1.0);
+  const labels = new Int32Array(EVIDENCE_ORDER.length);
+  let strongest = -1;
+  let weakestDirectional = EVIDENCE_ORDER.length;
   for (const o of observations) {
-    const at = EVIDENCE_RANK[o.evidence_basis] * UTILITY_LABEL_ORDER.length + LABEL_RANK[o.utility_label];
-    (buckets[at] ??= []).push(o.confidence);
+    const rank = EVIDENCE_RANK[o.evidence_basis];
+    const label = LABEL_RANK[o.utility_label];
+    const at = rank * LABELS + label;
+    const c = o.confidence;
+    const clamped = (c > 0.0 ? c : 0.0) < 1.0 ? (c > 0.0 ? c : 0.0) : 1.0; // clamp01, as the reference clamps
+    count[at]!++;
+    remaining[at]! *= 1.0 - clamped;
+    labels[rank]! |= 1 << label;
+    if (rank > strongest) strongest = rank;
+    if (label !== LABEL_RANK.unknown) {
+      directionalRemaining[rank]! *= 1.0 - clamped;
+      if (rank < weakestDirectional) weakestDirectional = rank;
+    }
   }
+  return { count, remaining, directionalRemaining, labels, strongest, weakestDirectional };
+}
+
+/**
+ * Every product in a subject's estimate that depends on the observations' order: the 20 buckets'
+ * `remaining`, then the 5 tiers' directional `remaining` (packet-parts compares them in two orders).
+ */
+export function orderDependentProducts(observations: readonly Observation[]): Float64Array {
+  const stats = subjectStats(observations);
+  const out = new Float64Array(BUCKETS + EVIDENCE_ORDER.length);
+  out.set(stats.remaining, 0);
+  out.set(stats.directionalRemaining, BUCKETS);
+  return out;
+}
+
+function summaryOfStats(stats: SubjectStats): PyObject[] {
   const result: PyObject[] = [];
-  for (let at = 0; at < EVIDENCE_ORDER.length * UTILITY_LABEL_ORDER.length; at++) {
-    const matching = buckets[at];
-    if (matching === undefined) continue;
+  for (let at = 0; at < BUCKETS; at++) {
+    const n = stats.count[at]!;
+    if (n === 0) continue;
     result.push({
-      evidence_basis: EVIDENCE_ORDER[Math.floor(at / UTILITY_LABEL_ORDER.length)]!,
-      utility_label: UTILITY_LABEL_ORDER[at % UTILITY_LABEL_ORDER.length]!,
-      observation_count: matching.length,
-      combined_confidence: new PyFloat(combinedConfidence(matching)),
+      evidence_basis: EVIDENCE_ORDER[Math.floor(at / LABELS)]!,
+      utility_label: UTILITY_LABEL_ORDER[at % LABELS]!,
+      observation_count: n,
+      combined_confidence: new PyFloat(bounded(1.0 - stats.remaining[at]!, 0.0, 1.0)),
     });
   }
   return result;
+}
+
+/** The number of labels in a bit set. */
+function labelCount(bits: number): number {
+  let n = 0;
+  for (let b = bits; b !== 0; b &= b - 1) n++;
+  return n;
 }
 
 export function review(state: string, action: string, reasonCodes: readonly string[]): PyObject {
@@ -91,6 +144,7 @@ export function reduceSubject(
   /** The latest observation in the reference's order, when the caller keeps them in time order (saves a scan). */
   latest?: Observation,
 ): PyObject {
+  const stats = subjectStats(observations);
   const support: Record<UtilityLabel, number> = { helpful: 0, harmful: 0, neutral: 0, unknown: 0 };
   const strength: Record<EvidenceBasis, number> = {
     insufficient: 0,
@@ -99,15 +153,14 @@ export function reduceSubject(
     controlled_replay: 0,
     owner_correction: 0,
   };
-  let strongestRank = -1;
-  let anyKnown = false;
-  for (const o of observations) {
-    support[o.utility_label]++;
-    strength[o.evidence_basis]++;
-    const rank = EVIDENCE_RANK[o.evidence_basis];
-    if (rank > strongestRank) strongestRank = rank;
-    if (isDirectional(o.utility_label)) anyKnown = true;
+  for (let at = 0; at < BUCKETS; at++) {
+    const n = stats.count[at]!;
+    if (n === 0) continue;
+    support[UTILITY_LABEL_ORDER[at % LABELS]!] += n;
+    strength[EVIDENCE_ORDER[Math.floor(at / LABELS)]!] += n;
   }
+  const strongestRank = stats.strongest;
+  const anyKnown = stats.weakestDirectional < EVIDENCE_ORDER.length;
   let effectiveBasis = EVIDENCE_ORDER[strongestRank]!;
   let effectiveLabel: UtilityLabel = "unknown";
   let confidence = 0.0;
@@ -121,32 +174,31 @@ export function reduceSubject(
     reviewAction = "collect_attribution";
     reasons.push("attribution_not_established");
   } else if (anyKnown) {
-    const strongest = observations.filter((o) => EVIDENCE_RANK[o.evidence_basis] === strongestRank);
-    const directional = strongest.filter((o) => isDirectional(o.utility_label));
-    const directionalLabels = new Set(directional.map((o) => o.utility_label));
-    const hasLowerDirection = observations.some(
-      (o) => isDirectional(o.utility_label) && EVIDENCE_RANK[o.evidence_basis] < strongestRank,
-    );
-    if (strongest.some((o) => o.utility_label === "unknown")) {
+    const strongestLabels = stats.labels[strongestRank]!;
+    const directionalLabels = strongestLabels & ~UNKNOWN_BIT;
+    const directionalKinds = labelCount(directionalLabels);
+    const hasLowerDirection = stats.weakestDirectional < strongestRank;
+    if ((strongestLabels & UNKNOWN_BIT) !== 0) {
       // An explicit unknown at the strongest tier blocks weaker directional inference.
-      if (directional.length > 0 || hasLowerDirection) {
+      if (directionalKinds > 0 || hasLowerDirection) {
         reviewState = "conflict";
         reviewAction = "manual_review";
         reasons.push("strongest_evidence_unknown");
       }
-      if (directionalLabels.size > 1) {
+      if (directionalKinds > 1) {
         reviewState = "conflict";
         reviewAction = "manual_review";
         reasons.push("same_evidence_tier_conflict");
       }
-    } else if (directionalLabels.size !== 1) {
+    } else if (directionalKinds !== 1) {
       reviewState = "conflict";
       reviewAction = "manual_review";
       reasons.push("same_evidence_tier_conflict");
     } else {
-      effectiveLabel = directional[0]!.utility_label;
-      effectiveBasis = directional[0]!.evidence_basis;
-      confidence = combinedConfidence(directional.map((o) => o.confidence));
+      // One directional label at the strongest tier: its observations' confidences combine, in list order.
+      effectiveLabel = UTILITY_LABEL_ORDER[31 - Math.clz32(directionalLabels)]!;
+      effectiveBasis = EVIDENCE_ORDER[strongestRank]!;
+      confidence = bounded(1.0 - stats.directionalRemaining[strongestRank]!, 0.0, 1.0);
       utility = bounded(LABEL_DIRECTIONS[effectiveLabel]! * confidence, UTILITY_MIN, UTILITY_MAX);
       uncertainty = bounded(1.0 - confidence, 0.0, 1.0);
       if (effectiveLabel === "harmful") {
@@ -169,7 +221,7 @@ export function reduceSubject(
     uncertainty: new PyFloat(uncertainty),
     support: { ...support },
     evidence_strength: { ...strength },
-    evidence_label_summary: evidenceLabelSummary(observations),
+    evidence_label_summary: summaryOfStats(stats),
     observation_count: observations.length,
     last_observed_at: lastAt,
     last_observation_id: lastId,
