@@ -32,6 +32,7 @@ import { openSender } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
 import { dropPrefix, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../test/support/pipeline.js";
 import { startRedisCluster } from "../test/support/redis-cluster.js";
+import { waitForMembers } from "../test/support/group-members.js";
 
 const { values } = parseArgs({ options: { records: { type: "string", default: "60000" }, json: { type: "string" } } });
 const RECORDS = Number(values.records);
@@ -107,23 +108,6 @@ interface Run {
   identities: number;
 }
 
-/** Every member has joined and the group is stable (waits on the broker's view, not a sleep). */
-async function waitJoined(settings: Settings, members: number): Promise<void> {
-  const admin = createKafka({ brokers: settings.brokers, clientId: "bench-capacity-watch" }).admin();
-  await admin.connect();
-  try {
-    const deadline = Date.now() + 120_000;
-    for (;;) {
-      const [group] = (await admin.describeGroups([settings.group])).groups;
-      if (group?.state === "Stable" && group.members.length === members) return;
-      if (Date.now() > deadline) throw new Error(`group ${settings.group} did not become stable with ${members} members`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  } finally {
-    await admin.disconnect();
-  }
-}
-
 /**
  * Start `workers` worker processes on the empty topic and wait until they have joined (their start-up is not a
  * per-record cost), then produce the workload from this process and fold it: wall time until every record is
@@ -137,7 +121,7 @@ async function run(settings: Settings, workers: number, seed: number): Promise<R
   const redis = connectRedis(settings.redisUrl);
   const nodes = await masterNodes(redis);
   const children = Array.from({ length: workers }, () => spawnWorker(settings));
-  await waitJoined(settings, workers);
+  await waitForMembers(settings, workers);
   const cpuOf = () => new Map(children.map((c) => [c.pid!, processCpuUs(c.pid!)]));
   const broker = brokerPid();
   const before = { workers: cpuOf(), redis: await redisStats(nodes), broker: processCpuUs(broker), producer: process.cpuUsage() };

@@ -41,6 +41,7 @@ import { openSender } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
 import { measurePlan } from "./plan.bench.js";
 import { writeBenchmarkCharts } from "./render-charts.js";
+import { waitForMembers } from "../test/support/group-members.js";
 import { dropPrefix, quietLog, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../test/support/pipeline.js";
 
 const { Partitioners } = kafkajs;
@@ -228,7 +229,7 @@ await ensureSetup(testSettings());
   await ensureTopics(admin, [{ topic: settings.topic, partitions: 12 }, { topic: `${settings.topic}.dlq`, partitions: 12 }]);
   await admin.disconnect();
   const workers = [spawnWorker(settings), spawnWorker(settings)];
-  await sleep(3000); // both joined
+  await waitForMembers(settings, 2);
   const t0 = Date.now();
   await produceAll(settings, messages);
   await waitCaughtUp(settings, 1_800_000);
@@ -252,7 +253,7 @@ for (const rate of String(values["latency-rate"]).split(",").map(Number)) {
   await admin.connect();
   await ensureTopics(admin, [{ topic: settings.topic, partitions: 12 }, { topic: `${settings.topic}.dlq`, partitions: 12 }]);
   const workers = [spawnWorker(settings), spawnWorker(settings)];
-  await sleep(3000);
+  await waitForMembers(settings, 2);
   const producer = await ReliableProducer.connect(kafka);
   // Each tick's records go to explicit partitions, so every record's offset is known from the send result: the
   // partition kafkajs's default partitioner gives the record's key (records are keyed by scope, as producers must).

@@ -16,3 +16,20 @@ export async function pausedMember(settings: Settings, clientId: string): Promis
   consumer.pause([{ topic: settings.topic }]);
   return consumer;
 }
+
+/** Wait until the group is stable with exactly `members` members (the broker's view; polled, never a fixed sleep). */
+export async function waitForMembers(settings: Settings, members: number, timeoutMs = 120_000): Promise<void> {
+  const admin = createKafka({ brokers: settings.brokers, clientId: "mufold-members-watch" }).admin();
+  await admin.connect();
+  try {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const [group] = (await admin.describeGroups([settings.group])).groups;
+      if (group?.state === "Stable" && group.members.length === members) return;
+      if (Date.now() > deadline) throw new Error(`group ${settings.group} did not become stable with ${members} members in ${timeoutMs} ms (state ${group?.state}, ${group?.members.length ?? 0} members)`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
