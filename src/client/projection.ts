@@ -9,6 +9,7 @@
  * comparing packets) uses the packet text, never a re-serialization.
  */
 import type { AttributionLevel, EvidenceBasis, Scope, UtilityLabel } from "../core/index.js";
+import type { HistoryEntry } from "../core/projection.js";
 
 export type { AttributionLevel, EvidenceBasis, Scope, UtilityLabel };
 
@@ -62,24 +63,8 @@ export interface Subject {
   action_authority_granted: false;
 }
 
-/** One accepted observation, enough to rebuild it (the validator does). */
-export interface HistoryEntry {
-  observation_id: string;
-  observation_fingerprint: string;
-  subject_id: string;
-  application_receipt_id: string;
-  outcome_ref: string;
-  memory_ref_digests: string[];
-  attribution_level: AttributionLevel;
-  utility_label: UtilityLabel;
-  evidence_basis: EvidenceBasis;
-  confidence: number;
-  reason_codes: string[];
-  evidence_refs: string[];
-  evaluator_ref: string;
-  evaluation_version: string;
-  created_at: string;
-}
+/** One accepted observation, enough to rebuild it (the validator does): the core's history entry. */
+export type { HistoryEntry };
 
 /** An observation id delivered with two or more different payloads: quarantined, none of its deliveries counted. */
 export interface ConflictRejection {

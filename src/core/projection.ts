@@ -1,6 +1,6 @@
 /** Packet shapes: the base projection, history entries, the history bound and rejected packets. */
 import { DEFAULT_REDUCER_VERSION, PROJECTION_SCHEMA_VERSION, reducerIdentity, type ReducerContext } from "./identity.js";
-import { observationFingerprint, type Observation } from "./observation.js";
+import { observationFingerprint, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityLabel } from "./observation.js";
 import { compareOrder } from "./ordering.js";
 import { PyFloat, type PyObject } from "./pyvalue.js";
 
@@ -99,9 +99,9 @@ export interface HistoryEntry {
   application_receipt_id: string;
   outcome_ref: string;
   memory_ref_digests: string[];
-  attribution_level: string;
-  utility_label: string;
-  evidence_basis: string;
+  attribution_level: AttributionLevel;
+  utility_label: UtilityLabel;
+  evidence_basis: EvidenceBasis;
   confidence: number;
   reason_codes: string[];
   evidence_refs: string[];

@@ -8,7 +8,6 @@
  * on or prints must be on that metric's samples.
  */
 import { readFileSync } from "node:fs";
-import { createServer, type AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { observationMessage } from "../../producers/observation-message.js";
@@ -19,6 +18,7 @@ import { dropPrefix, spawnWorker, stopWorker, testSettings } from "../support/pi
 import { produceRawBatch } from "../support/kafka-raw.js";
 import { encodeRecords, lz4StoredFrame, recordBatch } from "../support/record-batch.js";
 import { waitFor } from "../support/wait.js";
+import { freePort } from "../support/free-port.js";
 
 const DASHBOARD = fileURLToPath(new URL("../../deploy/grafana/mufold-dashboard.json", import.meta.url));
 const PKG_VERSION = (JSON.parse(readFileSync(fileURLToPath(new URL("../../package.json", import.meta.url)), "utf8")) as { version: string }).version;
@@ -100,17 +100,6 @@ function seriesOf(exposition: Exposition, name: string): { kind: string; labels:
   const samples = exposition.samples.filter((s) => s.name === name);
   if (samples.length === 0) throw new Error(`${name} is declared on /metrics but has no samples: its labels cannot be checked`);
   return { kind, labels: new Set(samples.flatMap((s) => Object.keys(s.labels))) };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
 }
 
 const dashboard = JSON.parse(readFileSync(DASHBOARD, "utf8")) as {

@@ -1,4 +1,3 @@
-import { createServer, type AddressInfo } from "node:net";
 import { waitFor } from "../support/wait.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
@@ -13,20 +12,11 @@ import { simulate } from "../../producers/simulation.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { observationFingerprint, type Observation } from "../../src/core/index.js";
 import type { Settings } from "../../src/config/settings.js";
+import { freePort } from "../support/free-port.js";
 
 const { AssignerProtocol } = kafkajs;
 const cleanups: (() => Promise<unknown>)[] = [];
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
-}
 afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
 });
