@@ -114,6 +114,21 @@ async function shadowInProgress(redis: Redis, settings: Settings): Promise<numbe
   });
 }
 
+/**
+ * `replay --workers 2` held mid-rebuild on a topic of its own (partition 0 ends in an open transaction): once its
+ * shadow generation holds identities and its one worker process is spawned.
+ */
+async function replayHeldMidRebuild() {
+  const settings = testSettings({ partitions: PARTITIONS });
+  const redis = new Redis(settings.redisUrl);
+  cleanups.push(() => redis.quit(), () => dropPrefix(settings));
+  await topicHeldOpen(settings);
+  const replay = spawnReplay(settings, ["--workers", "2"]);
+  const generation = await shadowInProgress(redis, settings);
+  const workers = await waitFor("the worker to be spawned", async () => (replay.workers().length === 1 ? replay.workers() : undefined));
+  return { settings, redis, replay, generation, workers };
+}
+
 describe("replay --workers 2", () => {
   it("verifies byte-equal with the live fold, an identity in two partitions included, and rebuilds exactly the reducer's packets", async () => {
     const settings = testSettings({ partitions: PARTITIONS });
@@ -143,13 +158,8 @@ describe("replay --workers 2", () => {
   });
 
   it("a worker killed mid-rebuild ends the replay non-zero with its cause and the shadow is dropped", async () => {
-    const settings = testSettings({ partitions: PARTITIONS });
-    const redis = new Redis(settings.redisUrl);
-    cleanups.push(() => redis.quit(), () => dropPrefix(settings));
-    await topicHeldOpen(settings);
-    const replay = spawnReplay(settings, ["--workers", "2"]);
-    const generation = await shadowInProgress(redis, settings);
-    const [worker] = await waitFor("the worker to be spawned", async () => (replay.workers().length === 1 ? replay.workers() : undefined));
+    const { settings, redis, replay, generation, workers } = await replayHeldMidRebuild();
+    const [worker] = workers;
     expect(worker!.worker).toBe(2);
     process.kill(worker!.pid, "SIGKILL");
 
@@ -162,13 +172,7 @@ describe("replay --workers 2", () => {
   });
 
   it("SIGINT to the replay stops its worker, drops the shadow and exits non-zero", async () => {
-    const settings = testSettings({ partitions: PARTITIONS });
-    const redis = new Redis(settings.redisUrl);
-    cleanups.push(() => redis.quit(), () => dropPrefix(settings));
-    await topicHeldOpen(settings);
-    const replay = spawnReplay(settings, ["--workers", "2"]);
-    const generation = await shadowInProgress(redis, settings);
-    const workers = await waitFor("the worker to be spawned", async () => (replay.workers().length === 1 ? replay.workers() : undefined));
+    const { settings, redis, replay, generation, workers } = await replayHeldMidRebuild();
     replay.child.kill("SIGINT");
 
     const code = await replay.exited;
@@ -180,13 +184,7 @@ describe("replay --workers 2", () => {
   });
 
   it("a replay killed outright: its worker stops by itself (its channel closes)", async () => {
-    const settings = testSettings({ partitions: PARTITIONS });
-    const redis = new Redis(settings.redisUrl);
-    cleanups.push(() => redis.quit(), () => dropPrefix(settings));
-    await topicHeldOpen(settings);
-    const replay = spawnReplay(settings, ["--workers", "2"]);
-    await shadowInProgress(redis, settings);
-    const workers = await waitFor("the worker to be spawned", async () => (replay.workers().length === 1 ? replay.workers() : undefined));
+    const { replay, workers } = await replayHeldMidRebuild();
     replay.child.kill("SIGKILL");
     await replay.exited;
     await until("the worker to exit", () => workers.every((w) => !alive(w.pid)));
