@@ -15,6 +15,7 @@ import { canonicalJson } from "./canonical-json.js";
 import { compactJson } from "./compact-json.js";
 import { conflictEntry, compareGroupKeys, type SubjectGroup } from "./identity-analysis.js";
 import { subjectIdOf, type ReducerContext } from "./identity.js";
+import { flat } from "./flat-string.js";
 import { emptyIdentityState, type FingerprintState, type IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { compareOrder } from "./ordering.js";
@@ -58,23 +59,27 @@ interface Accepted {
   group: Group;
 }
 
-/** sha256 of the pieces, each followed by \0 (the content digest's element hash). */
-function partHash(...pieces: string[]): Buffer {
+/**
+ * sha256 of the pieces, each followed by \0 (the content digest's element
+ * hash), as a 32-character latin1 string: a cached model keeps one per part,
+ * and a short string costs a tenth of a Buffer.
+ */
+function partHash(...pieces: string[]): string {
   let text = "";
   for (const p of pieces) text += p + "\u0000";
-  return hash("sha256", text, "buffer");
+  return hash("sha256", text, "binary");
 }
 
-/** A sum mod 2^256 of 32-byte big-endian numbers, in eight 32-bit words (most significant first). */
+/** A sum mod 2^256 of 32-byte big-endian numbers, in sixteen 16-bit words (most significant first). */
 class Sum256 {
-  private readonly words = new Uint32Array(8);
+  private readonly words: number[] = new Array<number>(16).fill(0);
 
-  add(h: Buffer, sign: 1 | -1): void {
+  add(h: string, sign: 1 | -1): void {
     let carry = 0;
-    for (let i = 7; i >= 0; i--) {
-      const v = this.words[i]! + sign * h.readUInt32BE(i * 4) + carry;
-      carry = Math.floor(v / 0x1_0000_0000);
-      this.words[i] = v - carry * 0x1_0000_0000;
+    for (let i = 15; i >= 0; i--) {
+      const v = this.words[i]! + sign * ((h.charCodeAt(2 * i) << 8) | h.charCodeAt(2 * i + 1)) + carry;
+      carry = Math.floor(v / 0x1_0000);
+      this.words[i] = v - carry * 0x1_0000;
     }
   }
 
@@ -85,7 +90,7 @@ class Sum256 {
   /** Lowercase hex without leading zeros ("0" for zero), as BigInt's toString(16). */
   hex(): string {
     let out = "";
-    for (const w of this.words) out += w.toString(16).padStart(8, "0");
+    for (const w of this.words) out += w.toString(16).padStart(4, "0");
     return out.replace(/^0+(?=.)/, "");
   }
 }
@@ -131,8 +136,10 @@ export class IdentityParts {
   private readonly dirtyHistory = new Set<string>();
   private readonly dirtyConflicts = new Set<string>();
   private readonly sum = new Sum256();
-  private readonly hashes = new WeakMap<object, Buffer>();
-  private readonly conflictHashes = new Map<string, Buffer>();
+  /** Each stored part's element hash, by kind and key: subtracted from the sum when the part changes. */
+  private readonly subjectHashes = new Map<string, string>();
+  private readonly historyHashes = new Map<string, string>();
+  private readonly conflictHashes = new Map<string, string>();
 
   /** Past the delivery bound: the packet is a constant rejected packet and nothing else is kept. */
   private isSealed = false;
@@ -233,15 +240,16 @@ export class IdentityParts {
     if (this.latest === entry.obs) this.latestStale = true;
   }
 
-  private add(part: object, ...pieces: string[]): void {
-    const h = partHash(...pieces);
-    this.hashes.set(part, h);
+  private add(hashes: Map<string, string>, key: string, h: string): void {
+    hashes.set(key, h);
     this.sum.add(h, 1);
   }
 
-  private remove(part: object | undefined): void {
-    if (part === undefined) return;
-    this.sum.add(this.hashes.get(part)!, -1);
+  private remove(hashes: Map<string, string>, key: string): void {
+    const h = hashes.get(key);
+    if (h === undefined) return;
+    hashes.delete(key);
+    this.sum.add(h, -1);
   }
 
   /** Recompute what the folds since the last flush changed; the parts are updated in place. */
@@ -254,7 +262,7 @@ export class IdentityParts {
     for (const group of this.dirtyGroups) {
       const before = parts.subjects.get(group.subjectId);
       if (before !== undefined) {
-        this.remove(before);
+        this.remove(this.subjectHashes, group.subjectId);
         if (before.conflict) this.conflictSubjects.delete(group.subjectId);
       }
       this.failing.delete(group.subjectId);
@@ -266,7 +274,7 @@ export class IdentityParts {
       } else {
         after = subjectPartOf(group, group.chronoObs); // (its `items` is the group's live list: not for computeParts' reuse)
         parts.subjects.set(group.subjectId, after);
-        this.add(after, "s", after.member, after.fragment, after.proposal ?? "");
+        this.add(this.subjectHashes, group.subjectId, partHash("s", after.member, after.fragment, after.proposal ?? ""));
         if (after.conflict) this.conflictSubjects.add(group.subjectId);
         if (after.recheckFailure !== null) this.failing.set(group.subjectId, group);
       }
@@ -277,11 +285,11 @@ export class IdentityParts {
       const entry = this.accepted.get(id);
       const after = entry === undefined ? undefined : historyPart(entry.obs, entry.group.subjectId, entry.fingerprint);
       if (before === after) continue;
-      this.remove(before);
+      this.remove(this.historyHashes, id);
       if (after === undefined) parts.history.delete(id);
       else {
         parts.history.set(id, after);
-        this.add(after, "h", after.member, after.fragment);
+        this.add(this.historyHashes, id, partHash("h", after.member, after.fragment));
       }
       changes.history.set(id, { before, after });
     }
@@ -290,11 +298,9 @@ export class IdentityParts {
       const before = parts.conflicts.get(id);
       const count = deliveriesOf(versions);
       if (before !== undefined && parts.conflictCounts.get(id) === count) continue;
-      const after = compactJson(conflictEntry(id, [...versions.keys()], count));
-      if (before !== undefined) this.sum.add(this.conflictHashes.get(id)!, -1);
-      const h = partHash("c", id, after);
-      this.conflictHashes.set(id, h);
-      this.sum.add(h, 1);
+      const after = flat(compactJson(conflictEntry(id, [...versions.keys()], count)));
+      this.remove(this.conflictHashes, id);
+      this.add(this.conflictHashes, id, partHash("c", id, after));
       parts.conflicts.set(id, after);
       parts.conflictCounts.set(id, count);
       changes.conflicts.set(id, { before, after });
@@ -329,7 +335,7 @@ export class IdentityParts {
   private seal(): void {
     this.isSealed = true;
     this.state.byId.clear();
-    for (const map of [this.groups, this.accepted, this.failing, this.conflictHashes, this.parts.subjects, this.parts.history, this.parts.conflicts, this.parts.conflictCounts]) map.clear();
+    for (const map of [this.groups, this.accepted, this.failing, this.subjectHashes, this.historyHashes, this.conflictHashes, this.parts.subjects, this.parts.history, this.parts.conflicts, this.parts.conflictCounts]) map.clear();
     this.dirtyGroups.clear();
     this.dirtyHistory.clear();
     this.dirtyConflicts.clear();
