@@ -108,11 +108,12 @@ function summaryOfStats(stats: SubjectStats): PyObject[] {
   for (let at = 0; at < BUCKETS; at++) {
     const n = stats.count[at]!;
     if (n === 0) continue;
+    // Keys in canonical (sorted) order, so the writers need not sort them for every subject they render.
     result.push({
-      evidence_basis: EVIDENCE_ORDER[Math.floor(at / LABELS)]!,
-      utility_label: UTILITY_LABEL_ORDER[at % LABELS]!,
-      observation_count: n,
       combined_confidence: new PyFloat(bounded(1.0 - stats.remaining[at]!, 0.0, 1.0)),
+      evidence_basis: EVIDENCE_ORDER[Math.floor(at / LABELS)]!,
+      observation_count: n,
+      utility_label: UTILITY_LABEL_ORDER[at % LABELS]!,
     });
   }
   return result;
