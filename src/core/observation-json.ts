@@ -83,24 +83,28 @@ export function historyEntryJson(o: Observation, fingerprint: string, subjectId:
   );
 }
 
-/** historyEntryJson in the stored form (compact-json.ts): keys as tokens. */
+/**
+ * A list of validated references (OPAQUE_REF_RE, memory digests): nothing in
+ * them needs escaping, so they are quoted and joined natively.
+ */
+function refs(xs: readonly string[]): string {
+  return xs.length === 0 ? "[]" : `["${xs.join('","')}"]`;
+}
+
+/**
+ * historyEntryJson in the stored form (compact-json.ts): keys as tokens. Every
+ * field but created_at is a validated reference, an enum or a sha256 id (an
+ * Observation is only made by validation), so only created_at goes through quote.
+ */
 export function historyEntryStored(o: Observation, fingerprint: string, subjectId: string): string {
   return (
-    `{${K.application_receipt_id}${quote(o.application_receipt_id)}` +
-    `,${K.attribution_level}${compactString(o.attribution_level)}` +
-    `,${K.confidence}${floatJson(o.confidence)}` +
-    `,${K.created_at}${quote(o.created_at)}` +
-    `,${K.evaluation_version}${quote(o.evaluation_version)}` +
-    `,${K.evaluator_ref}${quote(o.evaluator_ref)}` +
-    `,${K.evidence_basis}${compactString(o.evidence_basis)}` +
-    `,${K.evidence_refs}${list(o.evidence_refs)}` +
-    `,${K.memory_ref_digests}${list(o.memory_ref_digests)}` +
-    `,${K.observation_fingerprint}${quote(fingerprint)}` +
-    `,${K.observation_id}${quote(o.observation_id)}` +
-    `,${K.outcome_ref}${quote(o.outcome_ref)}` +
-    `,${K.reason_codes}${list(o.reason_codes)}` +
-    `,${K.subject_id}${quote(subjectId)}` +
-    `,${K.utility_label}${compactString(o.utility_label)}}`
+    `{${K.application_receipt_id}"${o.application_receipt_id}",${K.attribution_level}${compactString(o.attribution_level)}` +
+    `,${K.confidence}${floatJson(o.confidence)},${K.created_at}${quote(o.created_at)}` +
+    `,${K.evaluation_version}"${o.evaluation_version}",${K.evaluator_ref}"${o.evaluator_ref}"` +
+    `,${K.evidence_basis}${compactString(o.evidence_basis)},${K.evidence_refs}${refs(o.evidence_refs)}` +
+    `,${K.memory_ref_digests}${refs(o.memory_ref_digests)},${K.observation_fingerprint}"${fingerprint}"` +
+    `,${K.observation_id}"${o.observation_id}",${K.outcome_ref}"${o.outcome_ref}",${K.reason_codes}${refs(o.reason_codes)}` +
+    `,${K.subject_id}"${subjectId}",${K.utility_label}${compactString(o.utility_label)}}`
   );
 }
 

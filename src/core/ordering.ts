@@ -43,3 +43,20 @@ export function latestOf(items: readonly Ordered[]): [string | null, string | nu
   for (const item of items) if (latest === undefined || compareOrder(item, latest) >= 0) latest = item;
   return latest === undefined ? [null, null] : [latest.created_at, latest.observation_id];
 }
+
+/**
+ * `items` sorted by compareOrder, each instant looked up once (not twice per
+ * comparison): the subject recheck sorts every subject of a packet this way.
+ */
+export function sortedInOrder<T extends Ordered>(items: readonly T[]): T[] {
+  const keyed = items.map((item) => ({ item, instant: instantOf(item.created_at) }));
+  keyed.sort((a, b) => {
+    if (a.item.created_at !== b.item.created_at) {
+      const byInstant = compareInstants(a.instant, b.instant);
+      if (byInstant !== 0) return byInstant;
+      return pyStrCompare(a.item.created_at, b.item.created_at);
+    }
+    return pyStrCompare(a.item.observation_id, b.item.observation_id);
+  });
+  return keyed.map((k) => k.item);
+}

@@ -14,7 +14,7 @@ import type { IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { historyEntryStored } from "./observation-json.js";
 import { compactJson, compactSubject, expandTokens } from "./compact-json.js";
-import { compareOrder } from "./ordering.js";
+import { compareOrder, sortedInOrder } from "./ordering.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } from "./projection.js";
 import { pyEquals, type PyObject } from "./pyvalue.js";
 import { boundsRejection, countsOf, summaryOf, type SummaryCounts } from "./reducer.js";
@@ -91,7 +91,7 @@ function sameItems(a: readonly Observation[], b: readonly Observation[]): boolea
  */
 function recheck(group: SubjectGroup, subject: PyObject, chronological?: readonly Observation[]): string | null {
   if (group.items.length < 3) return null; // two factors commute: no order effect
-  const inTime = chronological ?? [...group.items].sort(compareOrder);
+  const inTime = chronological ?? sortedInOrder(group.items);
   if (sameProducts(group.items, inTime)) return null;
   const again = reduceSubject(group.subjectId, group.level, group.digests, inTime);
   for (const key of RECHECK_KEYS) if (!pyEquals(subject[key], again[key])) return key;
