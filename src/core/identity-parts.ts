@@ -15,7 +15,7 @@ import { canonicalJson } from "./canonical-json.js";
 import { compactJson } from "./compact-json.js";
 import { conflictEntry, compareGroupKeys, type SubjectGroup } from "./identity-analysis.js";
 import { subjectIdOf, type ReducerContext } from "./identity.js";
-import { flat } from "./flat-string.js";
+import { flat, flatAll } from "./flat-string.js";
 import { emptyIdentityState, type FingerprintState, type IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { compareOrder } from "./ordering.js";
@@ -273,6 +273,7 @@ export class IdentityParts {
         parts.subjects.delete(group.subjectId);
       } else {
         after = subjectPartOf(group, group.chronoObs); // (its `items` is the group's live list: not for computeParts' reuse)
+        flatAll(after.member, after.fragment, after.latest, after.proposal);
         parts.subjects.set(group.subjectId, after);
         this.add(this.subjectHashes, group.subjectId, partHash("s", after.member, after.fragment, after.proposal ?? ""));
         if (after.conflict) this.conflictSubjects.add(group.subjectId);
@@ -288,6 +289,7 @@ export class IdentityParts {
       this.remove(this.historyHashes, id);
       if (after === undefined) parts.history.delete(id);
       else {
+        flatAll(after.member, after.fragment);
         parts.history.set(id, after);
         this.add(this.historyHashes, id, partHash("h", after.member, after.fragment));
       }
@@ -315,7 +317,7 @@ export class IdentityParts {
     }
     const accepted = this.accepted.size;
     parts.accepted = accepted;
-    parts.skeleton = skeletonFrom(
+    parts.skeleton = flat(skeletonFrom(
       this.context,
       {
         accepted,
@@ -326,7 +328,7 @@ export class IdentityParts {
         conflictProposal: this.conflictSubjects.size > 0,
       },
       this.levels,
-    );
+    ));
     parts.rejected = this.rejection(accepted);
     return changes;
   }

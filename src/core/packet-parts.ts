@@ -18,7 +18,6 @@ import { compareOrder, sortedInOrder } from "./ordering.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } from "./projection.js";
 import { pyEquals, type PyObject } from "./pyvalue.js";
 import { boundsRejection, countsOf, summaryOf, type SummaryCounts } from "./reducer.js";
-import { flat } from "./flat-string.js";
 import { historyMember, subjectMember } from "./sort-keys.js";
 import { bounded, orderDependentProducts, reduceSubject } from "./subject.js";
 
@@ -71,7 +70,7 @@ const historyMemo = new WeakMap<Observation, { subjectId: string; part: HistoryP
 export function historyPart(obs: Observation, subjectId: string, fingerprint: string): HistoryPart {
   const memo = historyMemo.get(obs);
   if (memo !== undefined && memo.subjectId === subjectId) return memo.part;
-  const part = { member: flat(historyMember(obs.created_at, obs.observation_id)), fragment: flat(historyEntryStored(obs, fingerprint, subjectId)) };
+  const part = { member: historyMember(obs.created_at, obs.observation_id), fragment: historyEntryStored(obs, fingerprint, subjectId) };
   historyMemo.set(obs, { subjectId, part });
   return part;
 }
@@ -125,11 +124,11 @@ export function subjectPartOf(group: SubjectGroup, chronological?: readonly Obse
   else for (const o of group.items) if (compareOrder(o, latest) >= 0) latest = o;
   const { subject, proposal } = subjectOfGroup(group, latest);
   return {
-    member: flat(subjectMember(group.level, group.key, group.subjectId)),
-    fragment: flat(compactSubject(subject)),
-    proposal: proposal === null ? null : flat(compactJson(proposal)),
+    member: subjectMember(group.level, group.key, group.subjectId),
+    fragment: compactSubject(subject),
+    proposal: proposal === null ? null : compactJson(proposal),
     conflict: proposal !== null && proposal.state === "conflict",
-    latest: flat(historyMember(latest.created_at, latest.observation_id)),
+    latest: historyMember(latest.created_at, latest.observation_id),
     items: group.items,
     recheckFailure: recheck(group, subject, chronological),
   };
@@ -197,7 +196,7 @@ export function skeletonFrom(context: ReducerContext, counts: SummaryCounts, lev
   const { pieces, fields } = templateOf(context);
   let out = pieces[0]!;
   for (let i = 0; i < fields.length; i++) out += jsonOf(values[fields[i]!]!) + pieces[i + 1]!;
-  return flat(out);
+  return out;
 }
 
 function skeletonOf(context: ReducerContext, a: IdentityAnalysis, proposals: PyObject[]): string {
