@@ -17,3 +17,20 @@ export function compareBytes(a: string, b: string): number {
   }
   return a.length - b.length;
 }
+
+/** A unit at or above U+D800: only there do UTF-16 order and byte order part. */
+const HIGH_UNIT = /[\ud800-\uffff]/;
+
+/**
+ * `items` sorted by `key` in byte order. When no key holds a unit at or above
+ * U+D800 (the usual case: ASCII members), UTF-16 order is byte order and the
+ * engine's native string comparison sorts them; otherwise compareBytes does.
+ */
+export function sortedByBytes<T>(items: T[], key: (item: T) => string): T[] {
+  if (items.some((item) => HIGH_UNIT.test(key(item)))) return items.sort((x, y) => compareBytes(key(x), key(y)));
+  return items.sort((x, y) => {
+    const a = key(x);
+    const b = key(y);
+    return a < b ? -1 : a > b ? 1 : 0;
+  });
+}

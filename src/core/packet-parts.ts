@@ -6,7 +6,7 @@
  * them on read; assembleParts is that function's twin, and the embedded CLI
  * uses it too, so every path emits the same bytes.
  */
-import { compareBytes } from "./byte-order.js";
+import { sortedByBytes } from "./byte-order.js";
 import { canonicalJson, quote } from "./canonical-json.js";
 import { analyzeIdentityState, subjectOfGroup, type IdentityAnalysis, type SubjectGroup } from "./identity-analysis.js";
 import type { ReducerContext } from "./identity.js";
@@ -261,7 +261,7 @@ export function* packetChunks(parts: PartsView): Generator<string> {
   }
   const pieces = parts.skeleton.split(SKELETON_SEPARATOR);
   // Byte order, as Redis returns the members (and as Python orders the strings they encode).
-  const byMember = <T extends { member: string }>(m: Map<string, T>) => [...m.values()].sort((x, y) => compareBytes(x.member, y.member));
+  const byMember = <T extends { member: string }>(m: Map<string, T>) => sortedByBytes([...m.values()], (x) => x.member);
   let history = byMember(parts.history);
   if (parts.accepted > MAX_PROJECTION_HISTORY) {
     const keep = new Set([...parts.subjects.values()].map((s) => s.latest));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compareBytes } from "../../src/core/byte-order.js";
+import { compareBytes, sortedByBytes } from "../../src/core/byte-order.js";
 import {
   canonicalJson,
   contextOfObservation,
@@ -23,6 +23,20 @@ describe("compareBytes", () => {
     const words = ["b", "\uE000", "a\u{10000}", "a", "\uD7FF", "\u{1F600}", "", "ab"];
     const byEncoding = [...words].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
     expect([...words].sort(compareBytes)).toEqual(byEncoding);
+  });
+});
+
+describe("sortedByBytes", () => {
+  const byEncoding = (words: string[]) => [...words].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+  it("sorts ASCII keys (the native comparison's case) in byte order", () => {
+    const words = ["b", "a\u0000z", "a", "", "ab", "A", "a\u0001", "~"];
+    expect(sortedByBytes([...words], (w) => w)).toEqual(byEncoding(words));
+  });
+  it("sorts keys with units at or above U+D800 in byte order, where UTF-16 order differs", () => {
+    const words = ["b", "\uE000", "a\u{10000}", "a", "\uD7FF", "\u{1F600}", "\uFFFF", "ab"];
+    expect([...words].sort()).not.toEqual(byEncoding(words)); // the case the check exists for
+    expect(sortedByBytes([...words], (w) => w)).toEqual(byEncoding(words));
+    expect(sortedByBytes(words.map((w) => ({ member: w })), (x) => x.member).map((x) => x.member)).toEqual(byEncoding(words));
   });
 });
 
