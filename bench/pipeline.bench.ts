@@ -21,7 +21,7 @@
  *
  * Needs KAFKA_BROKERS / REDIS_URL (defaults 127.0.0.1) and kcat on PATH.
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import kafkajs from "kafkajs";
 import { writeFileSync } from "node:fs";
 import { dirname } from "node:path";
@@ -36,21 +36,17 @@ import type { Settings } from "../src/config/settings.js";
 import { indexKey } from "../src/fold/keys.js";
 import { FoldWorker } from "../consumers/fold-worker.js";
 import { runReplay } from "../consumers/replay.js";
-import { WORKER_NODE_FLAGS } from "../consumers/fold-process.js";
 import { observationMessage } from "../producers/observation-message.js";
 import { openSender } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
+import { WORKER_NODE_FLAGS, runUnderMufoldFlags } from "./mufold-flags.js";
 import { measurePlan } from "./plan.bench.js";
 import { writeBenchmarkCharts } from "./render-charts.js";
 import { waitForMembers } from "../test/support/group-members.js";
 import { dropPrefix, quietLog, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../test/support/pipeline.js";
 
-// The in-process fold and replay (1, 4) run under the V8 flags every `mufold` process has (bin/mufold.js's
-// shebang): without them this process measured a worker nobody runs (~10% more CPU per record, in GC).
-if (!WORKER_NODE_FLAGS.every((flag) => process.execArgv.includes(flag))) {
-  const again = spawnSync(process.execPath, [...process.execArgv, ...WORKER_NODE_FLAGS, ...process.argv.slice(1)], { stdio: "inherit" });
-  process.exit(again.status ?? 1);
-}
+// The in-process fold and replay (1, 4) run under the V8 flags every `mufold` process has.
+runUnderMufoldFlags();
 
 const { Partitioners } = kafkajs;
 const { values } = parseArgs({
