@@ -1,18 +1,44 @@
 /**
  * Benchmarks measure mufold as it runs: every `mufold` process starts Node with
  * WORKER_NODE_FLAGS (bin/mufold.js's shebang), so a bench that runs mufold code
- * in its own process re-executes itself under them first. Without them the
- * in-process fold spent ~10% more CPU per record and the embedded reducer up to
- * ~1.5× longer on a 1,000-delivery identity, in scavenges (docs/benchmarks.md).
+ * in its own process re-executes itself under them first — unless the command
+ * line already sets the semi-space size (to measure another one). Without the
+ * flags the in-process fold spent ~10% more CPU per record and the embedded
+ * reducer ~1.5× longer on a 1,000-delivery identity (docs/benchmarks.md).
  */
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { WORKER_NODE_FLAGS } from "../consumers/fold-process.js";
 
-export { WORKER_NODE_FLAGS };
+/** Node's own options this process runs with (the tsx loader's --require/--import and their values left out). */
+export function nodeFlagsInEffect(): string[] {
+  const out: string[] = [];
+  const argv = process.execArgv;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--require" || arg === "--import" || arg === "-r") i++;
+    else if (!arg.startsWith("--require=") && !arg.startsWith("--import=")) out.push(arg);
+  }
+  return [...out, ...(process.env.NODE_OPTIONS ? [`NODE_OPTIONS=${process.env.NODE_OPTIONS}`] : [])];
+}
 
-/** Re-run this script under the flags (and exit with its status) unless it already has them. */
-export function runUnderMufoldFlags(): void {
-  if (WORKER_NODE_FLAGS.every((flag) => process.execArgv.includes(flag))) return;
-  const again = spawnSync(process.execPath, [...process.execArgv, ...WORKER_NODE_FLAGS, ...process.argv.slice(1)], { stdio: "inherit" });
-  process.exit(again.status ?? 1);
+const SEMI_SPACE = /^--max[-_]semi[-_]space[-_]size[= ]/;
+
+/**
+ * Re-run this script under the flags unless it already has a semi-space size;
+ * this process then only relays SIGINT/SIGTERM to the child and exits as it
+ * did (the child's signal re-raised here).
+ */
+export async function runUnderMufoldFlags(): Promise<void> {
+  if (process.execArgv.some((a) => SEMI_SPACE.test(a)) || SEMI_SPACE.test(process.env.NODE_OPTIONS ?? "")) return;
+  const child = spawn(process.execPath, [...process.execArgv, ...WORKER_NODE_FLAGS, ...process.argv.slice(1)], { stdio: "inherit" });
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => child.kill(signal));
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("exit", (c, s) => resolve([c, s]));
+  });
+  if (signal !== null) {
+    process.removeAllListeners(signal);
+    process.kill(process.pid, signal);
+  }
+  process.exit(code ?? 1);
 }

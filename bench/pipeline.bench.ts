@@ -39,14 +39,14 @@ import { runReplay } from "../consumers/replay.js";
 import { observationMessage } from "../producers/observation-message.js";
 import { openSender } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
-import { WORKER_NODE_FLAGS, runUnderMufoldFlags } from "./mufold-flags.js";
+import { nodeFlagsInEffect, runUnderMufoldFlags } from "./mufold-flags.js";
 import { measurePlan } from "./plan.bench.js";
 import { writeBenchmarkCharts } from "./render-charts.js";
 import { waitForMembers } from "../test/support/group-members.js";
 import { dropPrefix, quietLog, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../test/support/pipeline.js";
 
 // The in-process fold and replay (1, 4) run under the V8 flags every `mufold` process has.
-runUnderMufoldFlags();
+await runUnderMufoldFlags();
 
 const { Partitioners } = kafkajs;
 const { values } = parseArgs({
@@ -71,7 +71,7 @@ const result: Record<string, unknown> = {
   git_commit: execFileSync("git", ["rev-parse", "HEAD"]).toString().trim(),
   git_dirty: execFileSync("git", ["status", "--porcelain", "--untracked-files=no"]).toString().trim() !== "",
   node: process.version,
-  node_flags: WORKER_NODE_FLAGS,
+  node_flags: nodeFlagsInEffect(),
   records: RECORDS,
 };
 const round = (x: number, digits = 2) => Number(x.toFixed(digits));

@@ -14,7 +14,7 @@
 import { expandTokens } from "../core/compact-json.js";
 import type { ReducerContext } from "../core/identity.js";
 import type { FingerprintState } from "../core/identity-state.js";
-import { OBSERVATION_SCHEMA_VERSION, validateObservation } from "../core/observation.js";
+import { OBSERVATION_SCHEMA_VERSION, normalizedFingerprint, validateObservation, type Observation } from "../core/observation.js";
 import { observationJson } from "../core/observation-json.js";
 import { parsePyJson } from "../core/pyjson-parse.js";
 import { isPyObject, type PyValue } from "../core/pyvalue.js";
@@ -27,10 +27,24 @@ export function encodeDeliveryRecord(versions: Map<string, FingerprintState>): s
 }
 
 export function decodeDeliveryRecord(text: string): Map<string, FingerprintState> {
-  const rows = parsePyJson(text) as [string, number, PyValue][];
+  const rows = parsePyJson(text) as [unknown, unknown, PyValue][];
   const versions = new Map<string, FingerprintState>();
-  for (const [fp, count, obs] of rows) versions.set(fp, { count, representative: validateObservation(obs) });
+  for (const [fp, count, obs] of rows) {
+    if (typeof count !== "number" || !Number.isSafeInteger(count) || count < 1) throw new Error("a stored delivery record's count is not a positive integer");
+    const representative = validateObservation(obs);
+    versions.set(storedFingerprint(fp, representative, "delivery record"), { count, representative });
+  }
   return versions;
+}
+
+/**
+ * A fingerprint read back from Redis, checked against the observation it came
+ * with: history entries are written without escaping (observation-json.ts), so
+ * only a fingerprint mufold computed may go back into one.
+ */
+function storedFingerprint(fingerprint: unknown, observation: Observation, where: string): string {
+  if (fingerprint !== normalizedFingerprint(observation)) throw new Error(`a stored ${where}'s fingerprint is not its observation's`);
+  return fingerprint;
 }
 
 /** What `d` holds for an id (see the header); null: nothing. */
@@ -43,8 +57,8 @@ export function storedRecord(versions: Map<string, FingerprintState>): string | 
 /** The observation and fingerprint a stored history entry holds, completed with the identity's context. */
 function fromHistory(fragment: string, context: ReducerContext): { fingerprint: string; observation: ReturnType<typeof validateObservation> } {
   const entry = parsePyJson(expandTokens(fragment));
-  if (!isPyObject(entry) || typeof entry.observation_fingerprint !== "string") throw new Error("a stored history entry is not an object with a fingerprint");
-  const { observation_fingerprint: fingerprint, subject_id: _subject, ...fields } = entry;
+  if (!isPyObject(entry)) throw new Error("a stored history entry is not an object");
+  const { observation_fingerprint: stored, subject_id: _subject, ...fields } = entry;
   const observation = validateObservation({
     ...fields,
     schema_version: OBSERVATION_SCHEMA_VERSION,
@@ -56,7 +70,7 @@ function fromHistory(fragment: string, context: ReducerContext): { fingerprint: 
     external_writes_performed: false,
     raw_content_captured: false,
   });
-  return { fingerprint, observation };
+  return { fingerprint: storedFingerprint(stored, observation, "history entry"), observation };
 }
 
 /** Every id's versions from the stored `d` and `h` of one identity. */

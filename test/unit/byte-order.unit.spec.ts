@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { compareBytes, sortedByBytes } from "../../src/core/byte-order.js";
+import { compareOrder, sortedInOrder } from "../../src/core/ordering.js";
 import {
   canonicalJson,
   contextOfObservation,
@@ -55,5 +56,31 @@ describe("the fragment path orders history like the reducer when created_at hold
     const state = emptyIdentityState();
     for (const o of [pick(ids[0]!, "\u{1F600}"), pick(ids[1]!, "\uFFFF")]) foldDelivery(state, o);
     expect(assembleParts(computeParts(context, state))).toBe(canonicalJson(projectIdentityState(context, state)));
+  });
+});
+
+describe("sortedInOrder", () => {
+  it("is the reference's order key sort: instant, then raw created_at, then id", () => {
+    // Equal instants written with different offsets, equal created_at with different ids, and plain time order.
+    const items = [
+      { created_at: "2026-11-01T01:00:00+01:00", observation_id: "b" },
+      { created_at: "2026-11-01T00:00:00Z", observation_id: "c" },
+      { created_at: "2026-11-01T00:00:00+00:00", observation_id: "a" },
+      { created_at: "2026-11-01T00:00:00Z", observation_id: "a" },
+      { created_at: "2026-10-31T23:59:59.999999Z", observation_id: "z" },
+      { created_at: "2026-11-01T00:00:00.000001Z", observation_id: "0" },
+    ];
+    // Expected by hand: the instant first; at 00:00:00Z the raw strings in code-point order
+    // ("…T00:00:00+00:00" < "…T00:00:00Z" < "…T01:00:00+01:00"), then, for one raw string, the ids.
+    const expected = [
+      ["2026-10-31T23:59:59.999999Z", "z"],
+      ["2026-11-01T00:00:00+00:00", "a"],
+      ["2026-11-01T00:00:00Z", "a"],
+      ["2026-11-01T00:00:00Z", "c"],
+      ["2026-11-01T01:00:00+01:00", "b"],
+      ["2026-11-01T00:00:00.000001Z", "0"],
+    ];
+    expect(sortedInOrder(items).map((o) => [o.created_at, o.observation_id])).toEqual(expected);
+    expect(sortedInOrder(items)).toEqual([...items].sort(compareOrder));
   });
 });
