@@ -28,9 +28,16 @@ export function instantOf(createdAt: string): Instant {
   return instant;
 }
 
+const instantOfItem = (item: Ordered): Instant => instantOf(item.created_at);
+
 export function compareOrder(a: Ordered, b: Ordered): number {
+  return compareWithInstants(a, b, instantOfItem);
+}
+
+/** The order key comparison, each created_at's instant from `instant` (looked up only when the two differ). */
+function compareWithInstants<T extends Ordered>(a: T, b: T, instant: (item: T) => Instant): number {
   if (a.created_at !== b.created_at) {
-    const byInstant = compareInstants(instantOf(a.created_at), instantOf(b.created_at));
+    const byInstant = compareInstants(instant(a), instant(b));
     if (byInstant !== 0) return byInstant;
     return pyStrCompare(a.created_at, b.created_at);
   }
@@ -49,14 +56,6 @@ export function latestOf(items: readonly Ordered[]): [string | null, string | nu
  * comparison): the subject recheck sorts every subject of a packet this way.
  */
 export function sortedInOrder<T extends Ordered>(items: readonly T[]): T[] {
-  const keyed = items.map((item) => ({ item, instant: instantOf(item.created_at) }));
-  keyed.sort((a, b) => {
-    if (a.item.created_at !== b.item.created_at) {
-      const byInstant = compareInstants(a.instant, b.instant);
-      if (byInstant !== 0) return byInstant;
-      return pyStrCompare(a.item.created_at, b.item.created_at);
-    }
-    return pyStrCompare(a.item.observation_id, b.item.observation_id);
-  });
-  return keyed.map((k) => k.item);
+  const instants = new Map(items.map((item) => [item, instantOf(item.created_at)]));
+  return [...items].sort((a, b) => compareWithInstants(a, b, (item) => instants.get(item)!));
 }

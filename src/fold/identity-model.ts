@@ -147,7 +147,7 @@ export class IdentityModel {
     model.storedDigest = meta[DIGEST_FIELD] ?? null;
     model.storedChange = meta[CHANGE_FIELD] ?? null;
     model.unannounced = model.version > 0 && model.storedChange !== null;
-    const deliveries = Number(meta.n ?? "0");
+    const deliveries = Number(meta[META_FIELDS.deliveries] ?? "0");
     if (deliveries > MAX_PROJECTION_OBSERVATIONS) {
       model.inc.loadSealed(deliveries);
       return model;
