@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { FunctionsMissingError, KeyLayoutError, MufoldError, RedisPermissionError, classifyRedisError } from "../../src/adapters/redis/errors.js";
 import { isBrokerUnreachable, isPermanentKafkaError, isRebalance, isRetriableKafkaError } from "../../src/adapters/kafka/errors.js";
 
-const { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError, KafkaJSNonRetriableError } = kafkajs;
+const { KafkaJSConnectionError, KafkaJSGroupCoordinatorNotFound, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError, KafkaJSNonRetriableError } = kafkajs;
 const reply = (message: string) => new ReplyError(message);
 // kafkajs builds protocol errors from the broker's error code entry ({message, type, code, retriable}); its typings say Error.
 const protocolError = (entry: { message: string; type: string; code: number; retriable: boolean }) => new KafkaJSProtocolError(entry as unknown as Error);
@@ -67,6 +67,14 @@ describe("kafkajs errors", () => {
     const noLeader = protocolError({ message: "There is no leader for this topic-partition", type: "LEADER_NOT_AVAILABLE", code: 5, retriable: true });
     expect(isRetriableKafkaError(noLeader)).toBe(true);
     expect(isBrokerUnreachable(noLeader)).toBe(true);
+  });
+
+  it("a group coordinator found on no broker is an outage, though kafkajs marks it non-retriable", () => {
+    // kafkajs throws it when every broker's coordinator lookup failed, each broker's error dropped.
+    const lost = new KafkaJSGroupCoordinatorNotFound("Failed to find group coordinator");
+    expect(isRetriableKafkaError(lost)).toBe(false);
+    expect(isBrokerUnreachable(lost)).toBe(true);
+    expect(isPermanentKafkaError(lost)).toBe(false);
   });
 
   it("a refusal for good is permanent: record too large, not authorized", () => {

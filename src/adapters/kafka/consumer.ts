@@ -13,6 +13,13 @@ import type { Batch, Consumer, EachBatchPayload, Kafka } from "kafkajs";
 import { settingDefault } from "../../config/settings.js";
 import type { SourceRecord } from "../../fold/dead-letter.js";
 import { undecodableReason } from "./codecs.js";
+import { isBrokerUnreachable } from "./errors.js";
+
+/**
+ * How long a consumer that kafkajs gave up on waits before it is started again
+ * (see GroupConsumer.crashed): about kafkajs's own restart delay after retries.
+ */
+const RELAUNCH_DELAY_MS = 1_000;
 
 export interface BatchContext {
   topic: string;
@@ -46,9 +53,15 @@ export interface GroupConsumerOptions {
   topic: string;
   fromBeginning: boolean;
   onBatch(records: SourceRecord[], ctx: BatchContext): Promise<void>;
-  /** The consumer stopped on an error; `restarting` when kafkajs starts it again (see restartOnFailure). */
+  /** The consumer stopped on an error; `restarting` when it is started again (see restartOnFailure). */
   onCrash?(error: unknown, restarting: boolean): void;
-  /** Whether kafkajs should restart the consumer after this error (default: kafkajs's, retriable errors only). */
+  /**
+   * Whether the consumer should be started again after this error (default:
+   * kafkajs's way, retriable errors only). Asked by kafkajs for the errors it
+   * deems retriable, and by GroupConsumer for a broker that cannot be reached
+   * behind an error kafkajs deems final (a group coordinator not found on any
+   * broker: kafkajs swallows each broker's connection error in that lookup).
+   */
   restartOnFailure?(error: Error): Promise<boolean>;
   /** The consumer joined the group (after a start, a rebalance or a restart). */
   onJoin?(): void;
@@ -139,6 +152,11 @@ export class GroupConsumer {
   private readonly parkedPartitions = new Map<string, ParkedPartition>();
   /** The last background commit of each partition (commits of one partition go out in order). */
   private readonly commits = new Map<string, Promise<void>>();
+  /** Errors restartOnFailure already judged for kafkajs (its verdict stands). */
+  private readonly judged = new WeakSet<Error>();
+  private runArgs: Parameters<Consumer["run"]>[0];
+  private relaunchTimer: NodeJS.Timeout | undefined;
+  private stopping = false;
 
   private constructor(
     private readonly consumer: Consumer,
@@ -177,15 +195,52 @@ export class GroupConsumer {
       ...(options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes }),
       ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
       allowAutoTopicCreation: false,
-      retry: { retries: options.retries ?? settingDefault("kafkaConsumerRetries"), ...(options.restartOnFailure ? { restartOnFailure: options.restartOnFailure } : {}) },
+      retry: {
+        retries: options.retries ?? settingDefault("kafkaConsumerRetries"),
+        ...(options.restartOnFailure ? { restartOnFailure: (error: Error) => handle.judge(error) } : {}),
+      },
     });
-    const handle = new GroupConsumer(consumer, options.groupId, options);
-    if (options.onCrash) consumer.on(consumer.events.CRASH, (e) => options.onCrash!(e.payload.error, Boolean((e.payload as { restart?: boolean }).restart)));
+    const handle: GroupConsumer = new GroupConsumer(consumer, options.groupId, options);
+    consumer.on(consumer.events.CRASH, (e) => void handle.crashed(e.payload.error, e.payload.restart));
     await consumer.connect();
     await consumer.subscribe({ topics: [options.topic], fromBeginning: options.fromBeginning });
     const eachBatch = Object.assign((payload: EachBatchPayload) => handle.eachBatch(payload), { [DELIVER_FILTERED]: true as const });
-    await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1, eachBatch });
+    handle.runArgs = { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1, eachBatch };
+    await consumer.run(handle.runArgs);
     return handle;
+  }
+
+  /** restartOnFailure as kafkajs asks it; the verdict is remembered so that the crash that follows is not judged twice. */
+  private async judge(error: Error): Promise<boolean> {
+    this.judged.add(error);
+    return this.options.restartOnFailure!(error);
+  }
+
+  /**
+   * kafkajs stopped the consumer (it has disconnected it). When kafkajs will
+   * not restart it but the error is a broker that cannot be reached, ask
+   * restartOnFailure and, if it says so, connect and run the same consumer
+   * again; a failed relaunch is judged the same way.
+   */
+  private async crashed(error: Error, restarting: boolean): Promise<void> {
+    let again = restarting;
+    if (!restarting && !this.stopping && this.options.restartOnFailure && !this.judged.has(error) && isBrokerUnreachable(error)) {
+      again = await this.options.restartOnFailure(error).catch(() => false);
+      if (again && !this.stopping) this.relaunchTimer = setTimeout(() => void this.relaunch(), RELAUNCH_DELAY_MS);
+    }
+    this.options.onCrash?.(error, again);
+  }
+
+  private async relaunch(): Promise<void> {
+    this.relaunchTimer = undefined;
+    if (this.stopping) return;
+    try {
+      await this.consumer.connect();
+      await this.consumer.run(this.runArgs); // a join that fails again arrives as a crash event
+    } catch (error) {
+      await this.consumer.disconnect().catch(() => undefined);
+      await this.crashed(error instanceof Error ? error : new Error(String(error)), false);
+    }
   }
 
   private get heartbeatMs(): number {
@@ -273,6 +328,8 @@ export class GroupConsumer {
 
   /** Leave the group cleanly: the in-flight batch finishes (or is abandoned uncommitted). */
   async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.relaunchTimer);
     // Stop the runner first (the batches in flight finish), so the commits they leave are sent before leaving.
     if (this.options.commitInBackground) {
       await this.consumer.stop();

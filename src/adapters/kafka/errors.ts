@@ -30,6 +30,9 @@ export function isBrokerUnreachable(error: unknown): boolean {
   if (!(e instanceof Error) || /redis|ReplyError|MaxRetriesPerRequest/i.test(e.name) || (e as { command?: unknown }).command !== undefined) return false;
   // A retriable kafkajs error at the bottom (no leader, not coordinator, broker not found) is a broker restarting.
   if (/^KafkaJS/.test(e.name) && retriableFlag(e) === true) return true;
+  // kafkajs asks each broker for the group coordinator, drops each one's error (a refused connection too) and
+  // throws this final, "non-retriable" error when none answered: during an outage, every broker refusing.
+  if (e.name === "KafkaJSGroupCoordinatorNotFound") return true;
   return /KafkaJSConnection|Connection (error|timeout|closed)|ECONNREFUSED|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|Broker not connected|Closed connection/i.test(`${e.name} ${e.message}`);
 }
 
