@@ -71,7 +71,8 @@ describe("kafkajs errors", () => {
 
   it("a group coordinator found on no broker is an outage, though kafkajs marks it non-retriable", () => {
     // kafkajs throws it when every broker's coordinator lookup failed, each broker's error dropped.
-    const lost = new KafkaJSGroupCoordinatorNotFound("Failed to find group coordinator");
+    // (kafkajs's typings declare no constructor arguments; kafkajs passes the message.)
+    const lost = new (KafkaJSGroupCoordinatorNotFound as unknown as new (message: string) => Error)("Failed to find group coordinator");
     expect(isRetriableKafkaError(lost)).toBe(false);
     expect(isBrokerUnreachable(lost)).toBe(true);
     expect(isPermanentKafkaError(lost)).toBe(false);

@@ -14,6 +14,8 @@ import { GroupConsumer } from "../../src/adapters/kafka/consumer.js";
 import { until } from "../support/wait.js";
 
 const { KafkaJSGroupCoordinatorNotFound, KafkaJSNonRetriableError } = kafkajs;
+// kafkajs's typings declare no constructor arguments; kafkajs passes the message (cluster/index.js).
+const coordinatorNotFound = () => new (KafkaJSGroupCoordinatorNotFound as unknown as new (message: string) => Error)("Failed to find group coordinator");
 const EVENTS = { GROUP_JOIN: "join", REBALANCING: "rebalancing", CRASH: "crash", STOP: "stop", DISCONNECT: "disconnect", HEARTBEAT: "heartbeat" };
 
 /** A kafkajs consumer stand-in: `run` crashes with the next scripted error, if any, as kafkajs reports a failed join. */
@@ -63,7 +65,7 @@ function start(consumer: ScriptedConsumer, restartOnFailure: (e: Error) => Promi
 
 describe("GroupConsumer after a crash kafkajs will not restart", () => {
   it("a coordinator found on no broker is asked about, and the same consumer joins again with the same handler", async () => {
-    const lost = new KafkaJSGroupCoordinatorNotFound("Failed to find group coordinator");
+    const lost = coordinatorNotFound();
     const consumer = new ScriptedConsumer([{ error: lost, kafkajsRestarts: false }]);
     const { started, crashes, asked } = start(consumer, async () => true);
     const handle = await started;
@@ -77,7 +79,7 @@ describe("GroupConsumer after a crash kafkajs will not restart", () => {
   });
 
   it("past the outage tolerance (restartOnFailure says no) the crash is final", async () => {
-    const lost = new KafkaJSGroupCoordinatorNotFound("Failed to find group coordinator");
+    const lost = coordinatorNotFound();
     const consumer = new ScriptedConsumer([{ error: lost, kafkajsRestarts: false }]);
     const { started, crashes } = start(consumer, async () => false);
     await started;
@@ -98,7 +100,7 @@ describe("GroupConsumer after a crash kafkajs will not restart", () => {
   });
 
   it("a verdict restartOnFailure gave kafkajs stands: not asked twice, not relaunched", async () => {
-    const lost = new KafkaJSGroupCoordinatorNotFound("Failed to find group coordinator");
+    const lost = coordinatorNotFound();
     const consumer = new ScriptedConsumer([{ error: lost, kafkajsRestarts: true }]);
     const { started, crashes, asked } = start(consumer, async () => false);
     await started;
@@ -111,7 +113,7 @@ describe("GroupConsumer after a crash kafkajs will not restart", () => {
   it("a stop while the relaunch waits cancels it", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     try {
-      const lost = new KafkaJSGroupCoordinatorNotFound("Failed to find group coordinator");
+      const lost = coordinatorNotFound();
       const consumer = new ScriptedConsumer([{ error: lost, kafkajsRestarts: false }]);
       const { started, crashes } = start(consumer, async () => true);
       const handle = await started;
