@@ -90,12 +90,14 @@ export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
   }
   const byKey = new Map<string, SubjectGroup>();
   for (const obs of unique) {
-    const subjectId = subjectIdCached(obs);
-    const key = obs.attribution_level === "none" ? [subjectId] : obs.memory_ref_digests;
-    const mapKey = obs.attribution_level + "\u0000" + key.join("\u0000");
+    // An item or set subject's id depends on its level and digests alone (the group key): hashed once per group.
+    const none = obs.attribution_level === "none";
+    const ownId = none ? subjectIdCached(obs) : undefined;
+    const mapKey = obs.attribution_level + "\u0000" + (none ? ownId : obs.memory_ref_digests.join("\u0000"));
     let group = byKey.get(mapKey);
     if (group === undefined) {
-      group = { level: obs.attribution_level, key, subjectId, digests: obs.memory_ref_digests, items: [] };
+      const subjectId = ownId ?? subjectIdCached(obs);
+      group = { level: obs.attribution_level, key: none ? [subjectId] : obs.memory_ref_digests, subjectId, digests: obs.memory_ref_digests, items: [] };
       byKey.set(mapKey, group);
     }
     group.items.push(obs);

@@ -57,6 +57,8 @@ interface Accepted {
   obs: Observation;
   fingerprint: string;
   group: Group;
+  /** Its history part (the same object while the entry stands: a flush that finds it in the parts skips it). */
+  history: HistoryPart;
 }
 
 /**
@@ -222,7 +224,7 @@ export class IdentityParts {
     group.chrono.splice(at, 0, h);
     group.chronoObs.splice(at, 0, obs);
     this.dirtyGroups.add(group);
-    this.accepted.set(id, { obs, fingerprint, group });
+    this.accepted.set(id, { obs, fingerprint, group, history: h });
     this.dirtyHistory.add(id);
     if (!this.latestStale && (this.latest === null || compareOrder(obs, this.latest) >= 0)) this.latest = obs;
   }
@@ -231,7 +233,7 @@ export class IdentityParts {
     const entry = this.accepted.get(id)!;
     const group = entry.group;
     group.items.splice(lowerBound(group.items, id), 1);
-    const at = memberBound(group.chrono, historyPart(entry.obs, group.subjectId, entry.fingerprint).member);
+    const at = memberBound(group.chrono, entry.history.member);
     group.chrono.splice(at, 1);
     group.chronoObs.splice(at, 1);
     this.dirtyGroups.add(group);
@@ -284,7 +286,7 @@ export class IdentityParts {
     for (const id of this.dirtyHistory) {
       const before = parts.history.get(id);
       const entry = this.accepted.get(id);
-      const after = entry === undefined ? undefined : historyPart(entry.obs, entry.group.subjectId, entry.fingerprint);
+      const after = entry?.history;
       if (before === after) continue;
       this.remove(this.historyHashes, id);
       if (after === undefined) parts.history.delete(id);

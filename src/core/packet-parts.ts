@@ -64,15 +64,9 @@ export function emptyParts(): PartsView {
   return { rejected: null, skeleton: "", accepted: 0, deliveries: 0, subjects: new Map(), history: new Map(), conflicts: new Map(), conflictCounts: new Map() };
 }
 
-const historyMemo = new WeakMap<Observation, { subjectId: string; part: HistoryPart }>();
-
-/** The history part of an accepted observation (memoized: the same object while it is unchanged). */
+/** The history part of an accepted observation. */
 export function historyPart(obs: Observation, subjectId: string, fingerprint: string): HistoryPart {
-  const memo = historyMemo.get(obs);
-  if (memo !== undefined && memo.subjectId === subjectId) return memo.part;
-  const part = { member: historyMember(obs.created_at, obs.observation_id), fragment: historyEntryStored(obs, fingerprint, subjectId) };
-  historyMemo.set(obs, { subjectId, part });
-  return part;
+  return { member: historyMember(obs.created_at, obs.observation_id), fragment: historyEntryStored(obs, fingerprint, subjectId) };
 }
 
 /** Same observations, same representatives, same order: the subject is unchanged. */
@@ -250,15 +244,11 @@ export function computeParts(context: ReducerContext, state: IdentityState, prev
 }
 
 /**
- * The packet's bytes as an ordered sequence of pieces, exactly as the Redis read
- * function concatenates them: joined they are the packet, hashed in order they
- * are its digest (without building a ~370 KB string).
+ * The packet's bytes as an ordered list of pieces, exactly as the Redis read
+ * function concatenates them: joined they are the packet (in the stored form).
  */
-export function* packetChunks(parts: PartsView): Generator<string> {
-  if (parts.rejected !== null) {
-    yield parts.rejected;
-    return;
-  }
+function packetPieces(parts: PartsView): string[] {
+  if (parts.rejected !== null) return [parts.rejected];
   const pieces = parts.skeleton.split(SKELETON_SEPARATOR);
   // Byte order, as Redis returns the members (and as Python orders the strings they encode).
   const byMember = <T extends { member: string }>(m: Map<string, T>) => sortedByBytes([...m.values()], (x) => x.member);
@@ -276,22 +266,14 @@ export function* packetChunks(parts: PartsView): Generator<string> {
     subjects.filter((s) => s.proposal !== null).map((s) => s.proposal!),
     subjects.map((s) => s.fragment),
   ];
-  yield pieces[0]!;
-  for (let i = 0; i < lists.length; i++) {
-    yield "[";
-    for (let k = 0; k < lists[i]!.length; k++) {
-      if (k > 0) yield ",";
-      yield lists[i]![k]!;
-    }
-    yield "]";
-    yield pieces[i + 1]!;
-  }
+  // One piece per list (joined natively: a flat string, not a concatenation per fragment).
+  const out = [pieces[0]!];
+  for (let i = 0; i < lists.length; i++) out.push("[", lists[i]!.join(","), "]", pieces[i + 1]!);
+  return out;
 }
 
 /** The TypeScript twin of the Redis read function: parts to packet bytes (tokens expanded). */
 export function assembleParts(parts: PartsView): string {
   if (parts.rejected !== null) return parts.rejected;
-  let out = "";
-  for (const chunk of packetChunks(parts)) out += chunk;
-  return expandTokens(out);
+  return expandTokens(packetPieces(parts).join(""));
 }
