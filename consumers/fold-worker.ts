@@ -231,6 +231,7 @@ export class FoldWorker {
           this.outages.failed("kafka", error);
           return !this.stopping;
         } catch (exceeded) {
+          this.log.error("Kafka unreachable past the outage tolerance; the fold stops", { error: errorText(exceeded) });
           this.crashedWith?.(exceeded);
           return false;
         }

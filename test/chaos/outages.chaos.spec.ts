@@ -80,10 +80,13 @@ describe("outages are ridden out without a restart", () => {
       console.log(`[outages] ${JSON.stringify({ observations: observations.length, kafkaDownSeconds: 30, redisHungSeconds: 40, workerExits: exits.length })}`);
       expect(comparePackets(await readAllPackets(settings), expectedPackets(observations))).toEqual({ missing: [], extra: [], different: [] });
     } finally {
-      // Whatever failed, leave the broker running for the tests after this one (start.sh is a no-op when it runs).
-      infra("kafka/start.sh");
-      await sender.close().catch(() => undefined);
-      for (const w of workers) await stopWorker(w, "SIGTERM");
+      try {
+        await sender.close().catch(() => undefined);
+        for (const w of workers) await stopWorker(w, "SIGTERM");
+      } finally {
+        // Whatever failed, leave the broker running for the tests after this one (start.sh is a no-op when it runs).
+        infra("kafka/start.sh");
+      }
     }
   });
 });

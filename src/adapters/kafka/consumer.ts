@@ -20,6 +20,8 @@ import { isBrokerUnreachable } from "./errors.js";
  * (see GroupConsumer.crashed): about kafkajs's own restart delay after retries.
  */
 const RELAUNCH_DELAY_MS = 1_000;
+/** How long a stop waits for a relaunch under way (its connect may be retrying through an outage). */
+const RELAUNCH_STOP_WAIT_MS = 5_000;
 
 export interface BatchContext {
   topic: string;
@@ -156,6 +158,7 @@ export class GroupConsumer {
   private readonly judged = new WeakSet<Error>();
   private runArgs: Parameters<Consumer["run"]>[0];
   private relaunchTimer: NodeJS.Timeout | undefined;
+  private relaunching: Promise<void> | undefined;
   private stopping = false;
 
   private constructor(
@@ -226,20 +229,32 @@ export class GroupConsumer {
     let again = restarting;
     if (!restarting && !this.stopping && this.options.restartOnFailure && !this.judged.has(error) && isBrokerUnreachable(error)) {
       again = await this.options.restartOnFailure(error).catch(() => false);
-      if (again && !this.stopping) this.relaunchTimer = setTimeout(() => void this.relaunch(), RELAUNCH_DELAY_MS);
+      if (again && !this.stopping) this.relaunchTimer = setTimeout(() => (this.relaunching = this.relaunch()), RELAUNCH_DELAY_MS);
     }
+    if (this.stopping && !restarting) return; // a stop is under way: its caller ends the consumer anyway
     this.options.onCrash?.(error, again);
   }
 
+  /**
+   * Connect and run again. A stop that arrives meanwhile waits for this a
+   * little (RELAUNCH_STOP_WAIT_MS: a connect during an outage can retry for
+   * minutes); whatever this starts after the stop, it stops itself.
+   */
   private async relaunch(): Promise<void> {
     this.relaunchTimer = undefined;
     if (this.stopping) return;
     try {
       await this.consumer.connect();
-      await this.consumer.run(this.runArgs); // a join that fails again arrives as a crash event
+      if (!this.stopping) await this.consumer.run(this.runArgs); // a join that fails again arrives as a crash event
+      if (this.stopping) {
+        await this.consumer.stop();
+        await this.consumer.disconnect();
+      }
     } catch (error) {
       await this.consumer.disconnect().catch(() => undefined);
       await this.crashed(error instanceof Error ? error : new Error(String(error)), false);
+    } finally {
+      this.relaunching = undefined;
     }
   }
 
@@ -330,6 +345,11 @@ export class GroupConsumer {
   async stop(): Promise<void> {
     this.stopping = true;
     clearTimeout(this.relaunchTimer);
+    if (this.relaunching !== undefined) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.relaunching, new Promise<void>((resolve) => (timer = setTimeout(resolve, RELAUNCH_STOP_WAIT_MS)))]);
+      clearTimeout(timer);
+    }
     // Stop the runner first (the batches in flight finish), so the commits they leave are sent before leaving.
     if (this.options.commitInBackground) {
       await this.consumer.stop();
