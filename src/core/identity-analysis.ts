@@ -57,12 +57,21 @@ export function compareGroupKeys(a: Pick<SubjectGroup, "level" | "key">, b: Pick
   return a.key.length - b.key.length;
 }
 
-const subjectIds = new WeakMap<Observation, string>();
+/**
+ * The subject an accepted observation belongs to, as a map key: its level and
+ * digests, and for a lineage (none) subject its receipt too — what the subject
+ * id hashes, so equal keys mean equal ids and the id is hashed once per group.
+ */
+export function subjectGroupKey(obs: Observation): string {
+  const digests = obs.memory_ref_digests.join("\u0000");
+  return obs.attribution_level === "none" ? `none\u0001${obs.application_receipt_id}\u0001${digests}` : `${obs.attribution_level}\u0000${digests}`;
+}
 
-function subjectIdCached(obs: Observation): string {
-  let id = subjectIds.get(obs);
-  if (id === undefined) subjectIds.set(obs, (id = subjectIdOf(obs)));
-  return id;
+/** A new, empty subject group for `obs`'s subject. */
+export function subjectGroupOf(obs: Observation): SubjectGroup {
+  const subjectId = subjectIdOf(obs);
+  const key = obs.attribution_level === "none" ? [subjectId] : obs.memory_ref_digests;
+  return { level: obs.attribution_level, key, subjectId, digests: obs.memory_ref_digests, items: [] };
 }
 
 export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
@@ -90,16 +99,9 @@ export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
   }
   const byKey = new Map<string, SubjectGroup>();
   for (const obs of unique) {
-    // An item or set subject's id depends on its level and digests alone (the group key): hashed once per group.
-    const none = obs.attribution_level === "none";
-    const ownId = none ? subjectIdCached(obs) : undefined;
-    const mapKey = obs.attribution_level + "\u0000" + (none ? ownId : obs.memory_ref_digests.join("\u0000"));
+    const mapKey = subjectGroupKey(obs);
     let group = byKey.get(mapKey);
-    if (group === undefined) {
-      const subjectId = ownId ?? subjectIdCached(obs);
-      group = { level: obs.attribution_level, key: none ? [subjectId] : obs.memory_ref_digests, subjectId, digests: obs.memory_ref_digests, items: [] };
-      byKey.set(mapKey, group);
-    }
+    if (group === undefined) byKey.set(mapKey, (group = subjectGroupOf(obs)));
     group.items.push(obs);
   }
   const groups = [...byKey.values()].sort(compareGroupKeys);

@@ -13,8 +13,8 @@ import { hash } from "node:crypto";
 import { compareBytes } from "./byte-order.js";
 import { canonicalJson } from "./canonical-json.js";
 import { compactJson } from "./compact-json.js";
-import { conflictEntry, compareGroupKeys, type SubjectGroup } from "./identity-analysis.js";
-import { subjectIdOf, type ReducerContext } from "./identity.js";
+import { conflictEntry, compareGroupKeys, subjectGroupKey, subjectGroupOf, type SubjectGroup } from "./identity-analysis.js";
+import type { ReducerContext } from "./identity.js";
 import { flat, flatAll } from "./flat-string.js";
 import { emptyIdentityState, type FingerprintState, type IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
@@ -207,13 +207,10 @@ export class IdentityParts {
 
   private accept(id: string, obs: Observation, fingerprint: string): void {
     // The subject id (a sha256) is a function of what the map key holds: computed only for a new group.
-    const digests = obs.memory_ref_digests.join("\u0000");
-    const mapKey = obs.attribution_level === "none" ? `none\u0001${obs.application_receipt_id}\u0001${digests}` : `${obs.attribution_level}\u0000${digests}`;
+    const mapKey = subjectGroupKey(obs);
     let group = this.groups.get(mapKey);
     if (group === undefined) {
-      const subjectId = subjectIdOf(obs);
-      const key = obs.attribution_level === "none" ? [subjectId] : obs.memory_ref_digests;
-      group = { mapKey, level: obs.attribution_level, key, subjectId, digests: obs.memory_ref_digests, items: [], chrono: [], chronoObs: [] };
+      group = { ...subjectGroupOf(obs), mapKey, chrono: [], chronoObs: [] };
       this.groups.set(mapKey, group);
       this.levels[group.level]++;
     }
