@@ -1,0 +1,60 @@
+/**
+ * The fold engine alone: decide + plan of the pipeline bench's workload
+ * (100,000 records of ~2,000 identities, 12 partitions) into in-memory
+ * IdentityModels, as a worker does between fetching a batch and writing it; no
+ * Kafka, no Redis. Reports CPU per record (user + system, the collector's
+ * threads included) and the decide / plan split. Run it on two checkouts,
+ * alternating, to compare them side by side.
+ *
+ *   npx tsx bench/engine.bench.ts [--records 100000] [--batch 500] [--runs 3]
+ */
+import { createHash } from "node:crypto";
+import { parseArgs } from "node:util";
+import { routeRecords } from "../src/fold/batch-router.js";
+import type { SourceRecord } from "../src/fold/dead-letter.js";
+import { IdentityModel } from "../src/fold/identity-model.js";
+import { observationMessage } from "../producers/observation-message.js";
+import { simulate } from "../producers/simulation.js";
+import { runUnderMufoldFlags } from "./mufold-flags.js";
+
+await runUnderMufoldFlags();
+
+const { values } = parseArgs({ options: { records: { type: "string", default: "100000" }, batch: { type: "string", default: "500" }, runs: { type: "string", default: "3" } } });
+const records = Number(values.records);
+const batchSize = Number(values.batch);
+const PARTITIONS = 12;
+
+// The pipeline bench's workload, split into partitions by key as the producer does (any stable split will do).
+const byPartition = Array.from({ length: PARTITIONS }, () => [] as SourceRecord[]);
+for (const d of [...simulate({ agents: 500, observationsPerAgent: Math.ceil(records / 500), snapshotEvery: 50, duplicateRate: 0.1, conflictRate: 0.01, seed: 1 })].slice(0, records)) {
+  const m = observationMessage(d.observation);
+  const p = createHash("md5").update(m.key as string).digest()[0]! % PARTITIONS;
+  byPartition[p]!.push({ topic: "t", partition: p, offset: String(byPartition[p]!.length), key: Buffer.from(m.key as string), value: Buffer.from(m.value as string), headers: {} });
+}
+const batches = byPartition.flatMap((list) => Array.from({ length: Math.ceil(list.length / batchSize) }, (_, i) => list.slice(i * batchSize, (i + 1) * batchSize)));
+
+console.log(`| run | CPU µs per record | decide µs | plan µs | identity batches | deliveries per identity batch |`);
+console.log(`|---|---|---|---|---|---|`);
+for (let run = 1; run <= Number(values.runs); run++) {
+  const models = new Map<string, IdentityModel>();
+  let decideNs = 0n;
+  let planNs = 0n;
+  let identityBatches = 0;
+  const cpu0 = process.cpuUsage();
+  for (const batch of batches) {
+    const t0 = process.hrtime.bigint();
+    const routed = routeRecords(batch, { reducerVersion: "memory_utility_reducer_v0", maxValueBytes: 65536 });
+    const t1 = process.hrtime.bigint();
+    for (const one of routed.identities) {
+      identityBatches++;
+      let model = models.get(one.identity);
+      if (model === undefined) models.set(one.identity, (model = new IdentityModel(one.identity, one.context)));
+      model.committed(model.plan(one.deliveries, { feed: true }), model.version + 1);
+    }
+    decideNs += t1 - t0;
+    planNs += process.hrtime.bigint() - t1;
+  }
+  const cpu = process.cpuUsage(cpu0);
+  const us = (ns: bigint) => (Number(ns) / 1000 / records).toFixed(1);
+  console.log(`| ${run} | ${Math.round((cpu.user + cpu.system) / records)} | ${us(decideNs)} | ${us(planNs)} | ${identityBatches} | ${(records / identityBatches).toFixed(1)} |`);
+}
