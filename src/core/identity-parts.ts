@@ -15,10 +15,11 @@ import { canonicalJson } from "./canonical-json.js";
 import { compactJson } from "./compact-json.js";
 import { conflictEntry, compareGroupKeys, subjectGroupKey, subjectGroupOf, type SubjectGroup } from "./identity-analysis.js";
 import type { ReducerContext } from "./identity.js";
-import { flat, flatAll } from "./flat-string.js";
+import { detached, flat, flatAll } from "./flat-string.js";
 import { emptyIdentityState, type FingerprintState, type IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { compareOrder } from "./ordering.js";
+import { ownedObservation } from "./owned-observation.js";
 import {
   emptyParts,
   historyPart,
@@ -156,29 +157,32 @@ export class IdentityParts {
   fold(obs: Observation, fingerprint: string): "new" | "duplicate" | "conflict" | "sealed" {
     this.state.deliveries++;
     if (this.isSealed) return "sealed";
-    const id = obs.observation_id;
+    const id = detached(obs.observation_id); // it becomes a key of the state and of the parts
     let versions = this.state.byId.get(id);
+    // What the state keeps is an owned copy (owned-observation.ts), made only when it is kept.
     if (versions === undefined) {
-      versions = new Map<string, FingerprintState>().set(fingerprint, { representative: obs, count: 1 }); // (no iterable: faster)
+      const own = ownedObservation(obs);
+      versions = new Map<string, FingerprintState>().set(fingerprint, { representative: own, count: 1 }); // (no iterable: faster)
       this.state.byId.set(id, versions);
-      this.accept(id, obs, fingerprint);
+      this.accept(id, own, fingerprint);
       return "new";
     }
     const prior = versions.get(fingerprint);
     if (prior !== undefined) {
       prior.count++;
       this.duplicates++;
+      const earlier = compareOrder(obs, prior.representative) < 0 ? ownedObservation(obs) : null;
       if (versions.size > 1) {
         this.conflictingDeliveries++;
         this.dirtyConflicts.add(id);
-      } else if (compareOrder(obs, prior.representative) < 0) {
+      } else if (earlier !== null) {
         this.unaccept(id);
-        this.accept(id, obs, fingerprint);
+        this.accept(id, earlier, fingerprint);
       }
-      if (compareOrder(obs, prior.representative) < 0) prior.representative = obs;
+      if (earlier !== null) prior.representative = earlier;
       return "duplicate";
     }
-    versions.set(fingerprint, { representative: obs, count: 1 });
+    versions.set(fingerprint, { representative: ownedObservation(obs), count: 1 });
     if (versions.size === 2) {
       this.unaccept(id);
       this.conflictingDeliveries += deliveriesOf(versions);
@@ -193,7 +197,10 @@ export class IdentityParts {
     for (const [id, versions] of byId) {
       this.state.byId.set(id, versions);
       let count = 0;
-      for (const v of versions.values()) count += v.count;
+      for (const v of versions.values()) {
+        count += v.count;
+        v.representative = ownedObservation(v.representative); // read from stored fragments: see fold
+      }
       this.duplicates += count - versions.size;
       if (versions.size === 1) {
         const [fingerprint, only] = versions.entries().next().value!;

@@ -17,7 +17,6 @@
  * test/unit/core-observation-reader.unit.spec.ts holds them together.
  */
 import { floatJson } from "./canonical-json.js";
-import { detached } from "./flat-string.js";
 import { AsciiDigest } from "./digest.js";
 import { parseContractTimestamp, type Scope } from "./fields.js";
 import {
@@ -236,27 +235,24 @@ function makeObservation(
   label: string, level: string, basis: string, confidence: number, reasonCodes: string[], evidenceRefs: string[],
   evaluatorRef: string, evaluationVersion: string, createdAt: string,
 ): Observation {
-  // Its strings are slices of the record's text, which a cached model would keep alive: each is detached (the
-  // enums become their constants), and each list copied to its exact length (a list built by push keeps room
-  // for 17).
   return {
     schema_version: OBSERVATION_SCHEMA_VERSION,
-    observation_id: detached(id),
-    scope: { agent_id: detached(scope.agent_id), project_id: detached(scope.project_id), corpus_id: detached(scope.corpus_id), surface_id: detached(scope.surface_id) },
-    application_receipt_id: detached(receipt),
-    memory_ref_digests: digests.map(detached),
-    retrieval_snapshot_ref: detached(retrieval),
-    policy_snapshot_ref: detached(policy),
-    outcome_ref: detached(outcome),
-    utility_label: labelConstant(label),
-    attribution_level: levelConstant(level),
-    evidence_basis: BASIS_BY_INITIAL[basis[0]!]!,
+    observation_id: id,
+    scope,
+    application_receipt_id: receipt,
+    memory_ref_digests: digests,
+    retrieval_snapshot_ref: retrieval,
+    policy_snapshot_ref: policy,
+    outcome_ref: outcome,
+    utility_label: label as UtilityLabel,
+    attribution_level: level as AttributionLevel,
+    evidence_basis: basis as EvidenceBasis,
     confidence,
-    reason_codes: reasonCodes.map(detached),
-    evidence_refs: evidenceRefs.map(detached),
-    evaluator_ref: detached(evaluatorRef),
-    evaluation_version: detached(evaluationVersion),
-    created_at: detached(createdAt),
+    reason_codes: reasonCodes,
+    evidence_refs: evidenceRefs,
+    evaluator_ref: evaluatorRef,
+    evaluation_version: evaluationVersion,
+    created_at: createdAt,
     grants_new_action_authority: false,
     provider_write_performed: false,
     external_writes_performed: false,

@@ -1,44 +1,72 @@
 /**
- * Run as `node --expose-gc --import tsx retention-probe.ts canonical|plain`:
- * prints the bytes of heap each observation read by the fast path keeps once
- * its text is gone (observation-retention.unit.spec.ts). A process of its own,
- * so the heap holds nothing but the probe. Each text is read at an offset
- * inside PADDING spaces: an observation that kept its text alive would keep
- * the padding too.
+ * Run as `node --expose-gc --import tsx retention-probe.ts canonical|plain|slow`:
+ * prints the bytes of heap an identity model keeps per observation it folded,
+ * once the texts are gone (observation-retention.unit.spec.ts). A process of
+ * its own, so the heap holds nothing but the probe. Each text sits after
+ * PADDING spaces (read at that offset, or as JSON whitespace by the slow
+ * path): a model that kept its texts alive would keep the padding too.
+ *   canonical: the canonical tier (checked: it must take every text);
+ *   plain: whitespace and keys in reverse order, the plain tier;
+ *   slow: an escaped key, which only parsePyJson + validateObservation take.
  */
-import { canonicalJson, observationToPy, type Observation } from "../../src/core/index.js";
-import { readObservation } from "../../src/core/observation-reader.js";
+import { contextOfObservation, canonicalJson, observationFingerprint, observationToPy, parsePyJson, validateObservation, type Observation } from "../../src/core/index.js";
+import { IdentityParts } from "../../src/core/identity-parts.js";
+import { readCanonicalObservation, readObservation, type ReadObservation } from "../../src/core/observation-reader.js";
 import { simulate } from "../../producers/simulation.js";
 
-const PADDING = 4000;
+const PADDING = 16_000;
 const gc = (globalThis as { gc?: () => void }).gc!;
-const plain = process.argv[2] === "plain";
+const tier = process.argv[2] ?? "canonical";
 
-/** Canonical text; or, for the plain tier, whitespace and the keys in reverse order. */
 function text(o: Observation): string {
   const canonical = canonicalJson(observationToPy(o));
-  if (!plain) return canonical;
+  if (tier === "canonical") return canonical;
+  if (tier === "slow") return canonical.replace('"observation_id"', '"observation\\u005fid"');
   return JSON.stringify(Object.fromEntries(Object.entries(JSON.parse(canonical) as Record<string, unknown>).reverse()), null, 1);
 }
 
-const observations = [...simulate({ agents: 50, observationsPerAgent: 80, snapshotEvery: 10, duplicateRate: 0, conflictRate: 0, seed: 7 })].map((d) => d.observation);
-const hold: Observation[][] = [];
+function read(padded: string): ReadObservation {
+  if (tier === "canonical") {
+    const r = readCanonicalObservation(padded, PADDING);
+    if (r === null) throw new Error("the canonical tier refused a canonical text");
+    return r.read;
+  }
+  if (tier === "slow") {
+    if (readObservation(padded, PADDING) !== null) throw new Error("a fast tier took the slow path's text");
+    const observation = validateObservation(parsePyJson(padded));
+    return { observation, fingerprint: observationFingerprint(observation) };
+  }
+  const r = readObservation(padded, PADDING);
+  if (r === null || readCanonicalObservation(padded, PADDING) !== null) throw new Error("the plain tier did not take a plain text");
+  return r;
+}
 
-/** Heap kept per observation read (and held) after full collections. */
+const observations = [...simulate({ agents: 50, observationsPerAgent: 80, snapshotEvery: 10, duplicateRate: 0, conflictRate: 0, seed: 7 })].map((d) => d.observation);
+const hold: Map<string, IdentityParts>[] = [];
+
+/** Heap kept per observation folded (the models held) after full collections. */
 function round(part: Observation[]): number {
   gc();
   gc();
   const before = process.memoryUsage().heapUsed;
+  const models = new Map<string, IdentityParts>();
   let list: string[] | null = part.map((o) => " ".repeat(PADDING) + text(o));
-  const kept: Observation[] = [];
-  for (const t of list) kept.push(readObservation(t, PADDING)!.observation);
+  for (const t of list) {
+    const r = read(t);
+    const context = contextOfObservation(r.observation, "memory_utility_reducer_v0");
+    const key = JSON.stringify(context);
+    let model = models.get(key);
+    if (model === undefined) models.set(key, (model = new IdentityParts(context)));
+    model.fold(r.observation, r.fingerprint);
+  }
   list = null;
-  hold.push(kept);
+  for (const model of models.values()) model.flush();
+  hold.push(models);
   gc();
   gc();
-  return (process.memoryUsage().heapUsed - before) / kept.length;
+  return (process.memoryUsage().heapUsed - before) / part.length;
 }
 
-// The first round compiles the reader and makes its one-time allocations; the second is the measurement.
+// The first round compiles the code and makes its one-time allocations; the second is the measurement.
 round(observations.slice(0, 2000));
 console.log(JSON.stringify({ padding: PADDING, perObservation: round(observations.slice(2000, 4000)) }));

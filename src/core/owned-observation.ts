@@ -1,0 +1,50 @@
+/**
+ * What a cached identity model keeps of an observation: a copy that shares no
+ * memory with the text it was read from. Readers cut an observation's values
+ * out of its record's text (or out of a stored fragment, when a model is
+ * loaded from Redis), and in V8 a substring of 13 or more characters is a view
+ * into its parent: each kept observation would hold its whole ~1 KB record
+ * alive. The fold copies what it keeps, once, and nothing else pays for it
+ * (the embedded reducer's observations live for one call).
+ */
+import { detached } from "./flat-string.js";
+import { OBSERVATION_SCHEMA_VERSION, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityLabel } from "./observation-model.js";
+
+// The enums' own constants (a value cut from text is a view too).
+const LABEL: Readonly<Record<UtilityLabel, UtilityLabel>> = { helpful: "helpful", harmful: "harmful", neutral: "neutral", unknown: "unknown" };
+const LEVEL: Readonly<Record<AttributionLevel, AttributionLevel>> = { item: "item", set: "set", none: "none" };
+const BASIS: Readonly<Record<EvidenceBasis, EvidenceBasis>> = {
+  owner_correction: "owner_correction",
+  controlled_replay: "controlled_replay",
+  deterministic_effect: "deterministic_effect",
+  evaluator_inference: "evaluator_inference",
+  insufficient: "insufficient",
+};
+
+/** The same observation (equal in every field, the normalized property order kept), owning its strings; lists copied to their exact length. */
+export function ownedObservation(o: Observation): Observation {
+  const s = o.scope;
+  return {
+    schema_version: OBSERVATION_SCHEMA_VERSION,
+    observation_id: detached(o.observation_id),
+    scope: { agent_id: detached(s.agent_id), project_id: detached(s.project_id), corpus_id: detached(s.corpus_id), surface_id: detached(s.surface_id) },
+    application_receipt_id: detached(o.application_receipt_id),
+    memory_ref_digests: o.memory_ref_digests.map(detached),
+    retrieval_snapshot_ref: detached(o.retrieval_snapshot_ref),
+    policy_snapshot_ref: detached(o.policy_snapshot_ref),
+    outcome_ref: detached(o.outcome_ref),
+    utility_label: LABEL[o.utility_label],
+    attribution_level: LEVEL[o.attribution_level],
+    evidence_basis: BASIS[o.evidence_basis],
+    confidence: o.confidence,
+    reason_codes: o.reason_codes.map(detached),
+    evidence_refs: o.evidence_refs.map(detached),
+    evaluator_ref: detached(o.evaluator_ref),
+    evaluation_version: detached(o.evaluation_version),
+    created_at: detached(o.created_at),
+    grants_new_action_authority: false,
+    provider_write_performed: false,
+    external_writes_performed: false,
+    raw_content_captured: false,
+  };
+}
