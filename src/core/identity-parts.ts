@@ -19,7 +19,7 @@ import { detached, flat, flatAll } from "./flat-string.js";
 import { emptyIdentityState, type FingerprintState, type IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { compareOrder } from "./ordering.js";
-import { ownedObservation } from "./owned-observation.js";
+import { ownedContext, ownedObservation } from "./owned-observation.js";
 import {
   emptyParts,
   historyPart,
@@ -147,7 +147,12 @@ export class IdentityParts {
   /** Past the delivery bound: the packet is a constant rejected packet and nothing else is kept. */
   private isSealed = false;
 
-  constructor(readonly context: ReducerContext) {}
+  /** The identity's context, owned (owned-observation.ts). */
+  readonly context: ReducerContext;
+
+  constructor(context: ReducerContext) {
+    this.context = ownedContext(context);
+  }
 
   get sealed(): boolean {
     return this.isSealed;
@@ -161,7 +166,7 @@ export class IdentityParts {
     let versions = this.state.byId.get(id);
     // What the state keeps is an owned copy (owned-observation.ts), made only when it is kept.
     if (versions === undefined) {
-      const own = ownedObservation(obs);
+      const own = ownedObservation(obs, this.context);
       versions = new Map<string, FingerprintState>().set(fingerprint, { representative: own, count: 1 }); // (no iterable: faster)
       this.state.byId.set(id, versions);
       this.accept(id, own, fingerprint);
@@ -171,7 +176,7 @@ export class IdentityParts {
     if (prior !== undefined) {
       prior.count++;
       this.duplicates++;
-      const earlier = compareOrder(obs, prior.representative) < 0 ? ownedObservation(obs) : null;
+      const earlier = compareOrder(obs, prior.representative) < 0 ? ownedObservation(obs, this.context) : null;
       if (versions.size > 1) {
         this.conflictingDeliveries++;
         this.dirtyConflicts.add(id);
@@ -182,7 +187,7 @@ export class IdentityParts {
       if (earlier !== null) prior.representative = earlier;
       return "duplicate";
     }
-    versions.set(fingerprint, { representative: ownedObservation(obs), count: 1 });
+    versions.set(fingerprint, { representative: ownedObservation(obs, this.context), count: 1 });
     if (versions.size === 2) {
       this.unaccept(id);
       this.conflictingDeliveries += deliveriesOf(versions);
@@ -199,7 +204,7 @@ export class IdentityParts {
       let count = 0;
       for (const v of versions.values()) {
         count += v.count;
-        v.representative = ownedObservation(v.representative); // read from stored fragments: see fold
+        v.representative = ownedObservation(v.representative, this.context); // read from stored fragments: see fold
       }
       this.duplicates += count - versions.size;
       if (versions.size === 1) {

@@ -4,10 +4,13 @@
  * out of its record's text (or out of a stored fragment, when a model is
  * loaded from Redis), and in V8 a substring of 13 or more characters is a view
  * into its parent: each kept observation would hold its whole ~1 KB record
- * alive. The fold copies what it keeps, once, and nothing else pays for it
- * (the embedded reducer's observations live for one call).
+ * alive. The fold copies what it keeps (observations and the identity's
+ * context), once, and nothing else pays for it (the embedded reducer's
+ * observations live for one call).
  */
+import { scopesEqual } from "./fields.js";
 import { detached } from "./flat-string.js";
+import type { ReducerContext } from "./identity.js";
 import { OBSERVATION_SCHEMA_VERSION, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityLabel } from "./observation-model.js";
 
 // The enums' own constants (a value cut from text is a view too).
@@ -21,17 +24,24 @@ const BASIS: Readonly<Record<EvidenceBasis, EvidenceBasis>> = {
   insufficient: "insufficient",
 };
 
-/** The same observation (equal in every field, the normalized property order kept), owning its strings; lists copied to their exact length. */
-export function ownedObservation(o: Observation): Observation {
+/**
+ * The same observation (equal in every field, the normalized property order
+ * kept), owning its strings; lists copied to their exact length. `context`,
+ * an owned context, lends its scope and snapshot refs when they are the
+ * observation's (they are for every observation of its identity), so those
+ * are not copied per observation.
+ */
+export function ownedObservation(o: Observation, context?: ReducerContext): Observation {
+  const shared = context !== undefined && scopesEqual(o.scope, context.scope) && o.retrieval_snapshot_ref === context.retrieval_snapshot_ref && o.policy_snapshot_ref === context.policy_snapshot_ref;
   const s = o.scope;
   return {
     schema_version: OBSERVATION_SCHEMA_VERSION,
     observation_id: detached(o.observation_id),
-    scope: { agent_id: detached(s.agent_id), project_id: detached(s.project_id), corpus_id: detached(s.corpus_id), surface_id: detached(s.surface_id) },
+    scope: shared ? context.scope : { agent_id: detached(s.agent_id), project_id: detached(s.project_id), corpus_id: detached(s.corpus_id), surface_id: detached(s.surface_id) },
     application_receipt_id: detached(o.application_receipt_id),
     memory_ref_digests: o.memory_ref_digests.map(detached),
-    retrieval_snapshot_ref: detached(o.retrieval_snapshot_ref),
-    policy_snapshot_ref: detached(o.policy_snapshot_ref),
+    retrieval_snapshot_ref: shared ? context.retrieval_snapshot_ref : detached(o.retrieval_snapshot_ref),
+    policy_snapshot_ref: shared ? context.policy_snapshot_ref : detached(o.policy_snapshot_ref),
     outcome_ref: detached(o.outcome_ref),
     utility_label: LABEL[o.utility_label],
     attribution_level: LEVEL[o.attribution_level],
@@ -46,5 +56,16 @@ export function ownedObservation(o: Observation): Observation {
     provider_write_performed: false,
     external_writes_performed: false,
     raw_content_captured: false,
+  };
+}
+
+/** The same reducer context, owning its strings (a model keeps its context; readers cut it from the first record). */
+export function ownedContext(c: ReducerContext): ReducerContext {
+  const s = c.scope;
+  return {
+    scope: { agent_id: detached(s.agent_id), project_id: detached(s.project_id), corpus_id: detached(s.corpus_id), surface_id: detached(s.surface_id) },
+    retrieval_snapshot_ref: detached(c.retrieval_snapshot_ref),
+    policy_snapshot_ref: detached(c.policy_snapshot_ref),
+    reducer_version: detached(c.reducer_version),
   };
 }

@@ -121,9 +121,14 @@ export class IdentityModel {
 
   constructor(
     readonly identity: string,
-    readonly context: ReducerContext,
+    context: ReducerContext,
   ) {
     this.inc = new IdentityParts(context);
+  }
+
+  /** The identity's context (the parts' owned copy). */
+  get context(): ReducerContext {
+    return this.inc.context;
   }
 
   get state(): IdentityState {

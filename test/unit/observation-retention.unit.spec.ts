@@ -9,7 +9,8 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { detached } from "../../src/core/flat-string.js";
-import { ownedObservation } from "../../src/core/owned-observation.js";
+import { contextOfObservation } from "../../src/core/index.js";
+import { ownedContext, ownedObservation } from "../../src/core/owned-observation.js";
 import { observation } from "../support/fixtures.js";
 
 const PROBE = fileURLToPath(new URL("../support/retention-probe.ts", import.meta.url));
@@ -38,6 +39,18 @@ describe("a cached model does not keep the text its observations were read from"
     expect(Object.keys(own)).toEqual(Object.keys(o));
     expect(Object.keys(own.scope)).toEqual(Object.keys(o.scope));
     expect(own.memory_ref_digests).not.toBe(o.memory_ref_digests);
+  });
+
+  it("an owned observation takes its identity's scope and refs from the owned context, and only when they are its own", () => {
+    const o = observation();
+    const context = ownedContext(contextOfObservation(o, "memory_utility_reducer_v0"));
+    const own = ownedObservation(o, context);
+    expect(own).toStrictEqual(o);
+    expect(own.scope).toBe(context.scope);
+    const other = ownedContext({ ...context, scope: { ...context.scope, agent_id: "another-agent" } });
+    const apart = ownedObservation(o, other);
+    expect(apart).toStrictEqual(o);
+    expect(apart.scope).not.toBe(other.scope);
   });
 
   // Each text sits after `padding` spaces: a model keeping its texts would keep more than the padding per
