@@ -15,7 +15,7 @@ import { canonicalJson } from "./canonical-json.js";
 import { compactJson } from "./compact-json.js";
 import { conflictEntry, compareGroupKeys, subjectGroupKey, subjectGroupOf, type SubjectGroup } from "./identity-analysis.js";
 import type { ReducerContext } from "./identity.js";
-import { detached, flat, flatAll } from "./flat-string.js";
+import { flat, flatAll } from "./flat-string.js";
 import { emptyIdentityState, type FingerprintState, type IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { compareOrder } from "./ordering.js";
@@ -162,16 +162,17 @@ export class IdentityParts {
   fold(obs: Observation, fingerprint: string): "new" | "duplicate" | "conflict" | "sealed" {
     this.state.deliveries++;
     if (this.isSealed) return "sealed";
-    const id = detached(obs.observation_id); // it becomes a key of the state and of the parts
-    let versions = this.state.byId.get(id);
-    // What the state keeps is an owned copy (owned-observation.ts), made only when it is kept.
+    // What the state keeps is an owned copy (owned-observation.ts), made only when it is kept; the id it
+    // keys the state and the parts with is a kept observation's (the delivery's own is a view into its record).
+    let versions = this.state.byId.get(obs.observation_id);
     if (versions === undefined) {
       const own = ownedObservation(obs, this.context);
       versions = new Map<string, FingerprintState>().set(fingerprint, { representative: own, count: 1 }); // (no iterable: faster)
-      this.state.byId.set(id, versions);
-      this.accept(id, own, fingerprint);
+      this.state.byId.set(own.observation_id, versions);
+      this.accept(own.observation_id, own, fingerprint);
       return "new";
     }
+    const id = versions.values().next().value!.representative.observation_id;
     const prior = versions.get(fingerprint);
     if (prior !== undefined) {
       prior.count++;

@@ -8,7 +8,7 @@
  * context), once, and nothing else pays for it (the embedded reducer's
  * observations live for one call).
  */
-import { scopesEqual } from "./fields.js";
+import { scopesEqual, type Scope } from "./fields.js";
 import { detached } from "./flat-string.js";
 import type { ReducerContext } from "./identity.js";
 import { OBSERVATION_SCHEMA_VERSION, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityLabel } from "./observation-model.js";
@@ -24,20 +24,23 @@ const BASIS: Readonly<Record<EvidenceBasis, EvidenceBasis>> = {
   insufficient: "insufficient",
 };
 
+function ownedScope(s: Scope): Scope {
+  return { agent_id: detached(s.agent_id), project_id: detached(s.project_id), corpus_id: detached(s.corpus_id), surface_id: detached(s.surface_id) };
+}
+
 /**
  * The same observation (equal in every field, the normalized property order
  * kept), owning its strings; lists copied to their exact length. `context`,
- * an owned context, lends its scope and snapshot refs when they are the
- * observation's (they are for every observation of its identity), so those
- * are not copied per observation.
+ * its model's owned context, lends its scope and snapshot refs when they are
+ * the observation's (they are for every observation of its identity), so
+ * those are not copied per observation.
  */
-export function ownedObservation(o: Observation, context?: ReducerContext): Observation {
-  const shared = context !== undefined && scopesEqual(o.scope, context.scope) && o.retrieval_snapshot_ref === context.retrieval_snapshot_ref && o.policy_snapshot_ref === context.policy_snapshot_ref;
-  const s = o.scope;
+export function ownedObservation(o: Observation, context: ReducerContext): Observation {
+  const shared = scopesEqual(o.scope, context.scope) && o.retrieval_snapshot_ref === context.retrieval_snapshot_ref && o.policy_snapshot_ref === context.policy_snapshot_ref;
   return {
     schema_version: OBSERVATION_SCHEMA_VERSION,
     observation_id: detached(o.observation_id),
-    scope: shared ? context.scope : { agent_id: detached(s.agent_id), project_id: detached(s.project_id), corpus_id: detached(s.corpus_id), surface_id: detached(s.surface_id) },
+    scope: shared ? context.scope : ownedScope(o.scope),
     application_receipt_id: detached(o.application_receipt_id),
     memory_ref_digests: o.memory_ref_digests.map(detached),
     retrieval_snapshot_ref: shared ? context.retrieval_snapshot_ref : detached(o.retrieval_snapshot_ref),
@@ -61,9 +64,8 @@ export function ownedObservation(o: Observation, context?: ReducerContext): Obse
 
 /** The same reducer context, owning its strings (a model keeps its context; readers cut it from the first record). */
 export function ownedContext(c: ReducerContext): ReducerContext {
-  const s = c.scope;
   return {
-    scope: { agent_id: detached(s.agent_id), project_id: detached(s.project_id), corpus_id: detached(s.corpus_id), surface_id: detached(s.surface_id) },
+    scope: ownedScope(c.scope),
     retrieval_snapshot_ref: detached(c.retrieval_snapshot_ref),
     policy_snapshot_ref: detached(c.policy_snapshot_ref),
     reducer_version: detached(c.reducer_version),

@@ -68,7 +68,8 @@ interface SubjectStats {
 
 // Plain arrays copied from these, not typed arrays: a typed array costs ~10x as much to make (~1 µs for the
 // four), and this runs for every subject a fold touches. The values are doubles and small integers either way.
-// (Packed, and the products' already of doubles: made from 0.5 then set to 1, so no copy converts its storage.)
+// The constants are packed arrays, and the products' hold doubles from the start (made from 0.5, then set to 1):
+// no copy has to convert its storage on the first multiplication.
 const ZERO_BUCKETS: readonly number[] = Array.from({ length: BUCKETS }, () => 0);
 const ONE_BUCKETS: readonly number[] = Array.from({ length: BUCKETS }, () => 0.5).fill(1.0);
 const ZERO_TIERS: readonly number[] = Array.from({ length: EVIDENCE_ORDER.length }, () => 0);

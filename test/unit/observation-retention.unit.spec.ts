@@ -34,7 +34,7 @@ describe("a cached model does not keep the text its observations were read from"
 
   it("an owned observation equals the original, field for field and in the same property order", () => {
     const o = observation();
-    const own = ownedObservation(o);
+    const own = ownedObservation(o, ownedContext(contextOfObservation(o, "memory_utility_reducer_v0")));
     expect(own).toStrictEqual(o);
     expect(Object.keys(own)).toEqual(Object.keys(o));
     expect(Object.keys(own.scope)).toEqual(Object.keys(o.scope));
