@@ -9,7 +9,7 @@ import type { IdentityState } from "./identity-state.js";
 import type { AttributionLevel, Observation } from "./observation.js";
 import { MAX_CONFLICT_FINGERPRINTS, MAX_PROJECTION_OBSERVATIONS, MAX_PROJECTION_SUBJECTS } from "./projection-limits.js";
 import type { PyObject } from "./pyvalue.js";
-import { reduceSubject } from "./subject.js";
+import { reduceSubject, type FactorList } from "./subject.js";
 
 export interface SubjectGroup {
   level: AttributionLevel;
@@ -118,8 +118,8 @@ export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
 }
 
 /** A subject's packet entry and, when its review state is not none, its review proposal. */
-export function subjectOfGroup(group: SubjectGroup, latest?: Observation): { subject: PyObject; proposal: PyObject | null } {
-  const subject = reduceSubject(group.subjectId, group.level, group.digests, group.items, latest);
+export function subjectOfGroup(group: SubjectGroup, latest?: Observation, factors?: FactorList): { subject: PyObject; proposal: PyObject | null } {
+  const subject = reduceSubject(group.subjectId, group.level, group.digests, group.items, latest, factors);
   const rv = subject.review as PyObject;
   if (rv.state === "none") return { subject, proposal: null };
   return {

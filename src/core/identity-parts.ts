@@ -29,10 +29,12 @@ import {
   type HistoryPart,
   type LevelCounts,
   type PartsView,
+  type SubjectFactors,
   type SubjectPart,
 } from "./packet-parts.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_OBSERVATIONS, MAX_PROJECTION_SUBJECTS } from "./projection-limits.js";
 import { rejectedProjection } from "./reducer.js";
+import { FactorList } from "./subject.js";
 
 /** One part before and after a flush (undefined = absent). */
 export interface PartChange<T> {
@@ -52,6 +54,8 @@ interface Group extends SubjectGroup {
   /** The items in the reference's time order: their history members in byte order. */
   chrono: HistoryPart[];
   chronoObs: Observation[];
+  /** Buckets and factors of `items` and of `chronoObs`, spliced with them. */
+  factors: SubjectFactors;
 }
 
 interface Accepted {
@@ -225,16 +229,20 @@ export class IdentityParts {
     if (group === undefined) {
       // Spelled out, not spread: a spread here cost ~2 µs a group (a profile of the fold).
       const g = subjectGroupOf(obs);
-      group = { level: g.level, key: g.key, subjectId: g.subjectId, digests: g.digests, items: g.items, mapKey, chrono: [], chronoObs: [] };
+      group = { level: g.level, key: g.key, subjectId: g.subjectId, digests: g.digests, items: g.items, mapKey, chrono: [], chronoObs: [],
+        factors: { byId: new FactorList(), inTime: new FactorList() } };
       this.groups.set(mapKey, group);
       this.levels[group.level]++;
     }
     const subjectId = group.subjectId;
-    group.items.splice(lowerBound(group.items, id), 0, obs);
+    const i = lowerBound(group.items, id);
+    group.items.splice(i, 0, obs);
+    group.factors.byId.insert(i, obs);
     const h = historyPart(obs, subjectId, fingerprint);
     const at = memberBound(group.chrono, h.member);
     group.chrono.splice(at, 0, h);
     group.chronoObs.splice(at, 0, obs);
+    group.factors.inTime.insert(at, obs);
     this.dirtyGroups.add(group);
     this.accepted.set(id, { obs, fingerprint, group, history: h });
     this.dirtyHistory.add(id);
@@ -244,10 +252,13 @@ export class IdentityParts {
   private unaccept(id: string): void {
     const entry = this.accepted.get(id)!;
     const group = entry.group;
-    group.items.splice(lowerBound(group.items, id), 1);
+    const i = lowerBound(group.items, id);
+    group.items.splice(i, 1);
+    group.factors.byId.remove(i);
     const at = memberBound(group.chrono, entry.history.member);
     group.chrono.splice(at, 1);
     group.chronoObs.splice(at, 1);
+    group.factors.inTime.remove(at);
     this.dirtyGroups.add(group);
     this.accepted.delete(id);
     this.dirtyHistory.add(id);
@@ -286,7 +297,7 @@ export class IdentityParts {
         this.levels[group.level]--;
         parts.subjects.delete(group.subjectId);
       } else {
-        after = subjectPartOf(group, group.chronoObs); // (its `items` is the group's live list: not for computeParts' reuse)
+        after = subjectPartOf(group, group.chronoObs, group.factors); // (its `items` is the group's live list: not for computeParts' reuse)
         flatAll(after.member, after.fragment, after.latest, after.proposal);
         parts.subjects.set(group.subjectId, after);
         this.add(this.subjectHashes, group.subjectId, partHash("s", after.member, after.fragment, after.proposal ?? ""));

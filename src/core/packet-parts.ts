@@ -19,7 +19,7 @@ import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } fro
 import { pyEquals, type PyObject } from "./pyvalue.js";
 import { boundsRejection, countsOf, summaryOf, type SummaryCounts } from "./reducer.js";
 import { historyMember, subjectMember } from "./sort-keys.js";
-import { bounded, orderDependentProducts, reduceSubject } from "./subject.js";
+import { bounded, orderDependentProducts, reduceSubject, type FactorList } from "./subject.js";
 
 export interface SubjectPart {
   member: string;
@@ -82,10 +82,10 @@ function sameItems(a: readonly Observation[], b: readonly Observation[]): boolea
  * from its history in time order while the reducer multiplied confidences in
  * id order. Where rounding makes the two differ, the reference raises; so do we.
  */
-function recheck(group: SubjectGroup, subject: PyObject, chronological?: readonly Observation[]): string | null {
+function recheck(group: SubjectGroup, subject: PyObject, chronological?: readonly Observation[], factors?: SubjectFactors): string | null {
   if (group.items.length < 3) return null; // two factors commute: no order effect
   const inTime = chronological ?? sortedInOrder(group.items);
-  if (sameProducts(group.items, inTime)) return null;
+  if (factors !== undefined ? sameProducts(factors.byId, factors.inTime) : sameProducts(group.items, inTime)) return null;
   const again = reduceSubject(group.subjectId, group.level, group.digests, inTime);
   for (const key of RECHECK_KEYS) if (!pyEquals(subject[key], again[key])) return key;
   return null;
@@ -100,23 +100,30 @@ function recheck(group: SubjectGroup, subject: PyObject, chronological?: readonl
  * directional confidences at each evidence tier and every (basis, label)
  * bucket of the evidence summary — a superset of what reduceSubject combines.
  */
-function sameProducts(byId: readonly Observation[], inTime: readonly Observation[]): boolean {
+function sameProducts(byId: readonly Observation[] | FactorList, inTime: readonly Observation[] | FactorList): boolean {
   const x = orderDependentProducts(byId);
   const y = orderDependentProducts(inTime);
   for (let i = 0; i < x.length; i++) if (x[i] !== y[i] && bounded(1.0 - x[i]!, 0.0, 1.0) !== bounded(1.0 - y[i]!, 0.0, 1.0)) return false;
   return true;
 }
 
+/** A subject's factor lists (subject.ts) in id order and in time order, kept by the caller with its lists. */
+export interface SubjectFactors {
+  byId: FactorList;
+  inTime: FactorList;
+}
+
 /**
  * A subject group's stored part: its fragment, proposal, order member and
  * latest history member. `chronological` (the items in time order, if the
- * caller keeps them so) saves a sort.
+ * caller keeps them so) saves a sort; `factors` (if kept with both lists)
+ * saves walking the observations for the estimate and the recheck.
  */
-export function subjectPartOf(group: SubjectGroup, chronological?: readonly Observation[]): SubjectPart {
+export function subjectPartOf(group: SubjectGroup, chronological?: readonly Observation[], factors?: SubjectFactors): SubjectPart {
   let latest = group.items[0]!;
   if (chronological !== undefined) latest = chronological[chronological.length - 1]!;
   else for (const o of group.items) if (compareOrder(o, latest) >= 0) latest = o;
-  const { subject, proposal } = subjectOfGroup(group, latest);
+  const { subject, proposal } = subjectOfGroup(group, latest, factors?.byId);
   return {
     member: subjectMember(group.level, group.key, group.subjectId),
     fragment: compactSubject(subject),
@@ -124,7 +131,7 @@ export function subjectPartOf(group: SubjectGroup, chronological?: readonly Obse
     conflict: proposal !== null && proposal.state === "conflict",
     latest: historyMember(latest.created_at, latest.observation_id),
     items: group.items,
-    recheckFailure: recheck(group, subject, chronological),
+    recheckFailure: recheck(group, subject, chronological, factors),
   };
 }
 

@@ -75,36 +75,84 @@ const ONE_BUCKETS: readonly number[] = Array.from({ length: BUCKETS }, () => 0.5
 const ZERO_TIERS: readonly number[] = Array.from({ length: EVIDENCE_ORDER.length }, () => 0);
 const ONE_TIERS: readonly number[] = Array.from({ length: EVIDENCE_ORDER.length }, () => 0.5).fill(1.0);
 
-function subjectStats(observations: readonly Observation[]): SubjectStats {
-  const count = ZERO_BUCKETS.slice();
-  const remaining = ONE_BUCKETS.slice();
-  const directionalRemaining = ONE_TIERS.slice();
-  const labels = ZERO_TIERS.slice();
-  let strongest = -1;
-  let weakestDirectional = EVIDENCE_ORDER.length;
-  for (const o of observations) {
-    const rank = EVIDENCE_RANK[o.evidence_basis];
-    const label = LABEL_RANK[o.utility_label];
-    const at = rank * LABELS + label;
-    const c = o.confidence;
-    const clamped = (c > 0.0 ? c : 0.0) < 1.0 ? (c > 0.0 ? c : 0.0) : 1.0; // clamp01, as the reference clamps
-    count[at]!++;
-    remaining[at]! *= 1.0 - clamped;
-    labels[rank]! |= 1 << label;
-    if (rank > strongest) strongest = rank;
-    if (label !== LABEL_RANK.unknown) {
-      directionalRemaining[rank]! *= 1.0 - clamped;
-      if (rank < weakestDirectional) weakestDirectional = rank;
-    }
+/** An observation's bucket in a subject's estimate: basis rank × 4 + label rank. */
+export function bucketOf(o: Observation): number {
+  return EVIDENCE_RANK[o.evidence_basis] * LABELS + LABEL_RANK[o.utility_label];
+}
+
+/** An observation's factor in its bucket's `remaining`: `1 - clamp01(confidence)`, as the reference clamps. */
+export function factorOf(o: Observation): number {
+  const c = o.confidence;
+  const clamped = (c > 0.0 ? c : 0.0) < 1.0 ? (c > 0.0 ? c : 0.0) : 1.0;
+  return 1.0 - clamped;
+}
+
+/**
+ * A subject's observations as the estimate reads them, in one order: each one's
+ * bucket and factor in two parallel arrays of numbers. A fold keeps one per
+ * order and splices it with its observation lists, so re-reducing a subject of
+ * n observations walks 2n numbers instead of n objects spread over the heap
+ * (at 1,000 deliveries that walk was a fifth of a plan). The products come out
+ * the same: the same factors, multiplied in the same order.
+ */
+export class FactorList {
+  readonly buckets: number[] = [];
+  readonly factors: number[] = [];
+
+  insert(at: number, o: Observation): void {
+    this.buckets.splice(at, 0, bucketOf(o));
+    this.factors.splice(at, 0, factorOf(o));
   }
-  return { count, remaining, directionalRemaining, labels, strongest, weakestDirectional };
+
+  remove(at: number): void {
+    this.buckets.splice(at, 1);
+    this.factors.splice(at, 1);
+  }
+
+  get length(): number {
+    return this.buckets.length;
+  }
+}
+
+function emptyStats(): SubjectStats {
+  return {
+    count: ZERO_BUCKETS.slice(),
+    remaining: ONE_BUCKETS.slice(),
+    directionalRemaining: ONE_TIERS.slice(),
+    labels: ZERO_TIERS.slice(),
+    strongest: -1,
+    weakestDirectional: EVIDENCE_ORDER.length,
+  };
+}
+
+/** One observation into the stats: `at` its bucket, `f` its factor. */
+function addToStats(s: SubjectStats, at: number, f: number): void {
+  const label = at % LABELS;
+  const rank = (at - label) / LABELS;
+  s.count[at]!++;
+  s.remaining[at]! *= f;
+  s.labels[rank]! |= 1 << label;
+  if (rank > s.strongest) s.strongest = rank;
+  if (label !== LABEL_RANK.unknown) {
+    s.directionalRemaining[rank]! *= f;
+    if (rank < s.weakestDirectional) s.weakestDirectional = rank;
+  }
+}
+
+function subjectStats(observations: readonly Observation[] | FactorList): SubjectStats {
+  const stats = emptyStats();
+  if (observations instanceof FactorList) {
+    const { buckets, factors } = observations;
+    for (let i = 0; i < buckets.length; i++) addToStats(stats, buckets[i]!, factors[i]!);
+  } else for (const o of observations) addToStats(stats, bucketOf(o), factorOf(o));
+  return stats;
 }
 
 /**
  * Every product in a subject's estimate that depends on the observations' order: the 20 buckets'
  * `remaining`, then the 5 tiers' directional `remaining` (packet-parts compares them in two orders).
  */
-export function orderDependentProducts(observations: readonly Observation[]): number[] {
+export function orderDependentProducts(observations: readonly Observation[] | FactorList): number[] {
   const stats = subjectStats(observations);
   return stats.remaining.concat(stats.directionalRemaining);
 }
@@ -150,8 +198,10 @@ export function reduceSubject(
   observations: readonly Observation[],
   /** The latest observation in the reference's order, when the caller keeps them in time order (saves a scan). */
   latest?: Observation,
+  /** The observations' buckets and factors in the same order, when the caller keeps them (saves a walk). */
+  factors?: FactorList,
 ): PyObject {
-  const stats = subjectStats(observations);
+  const stats = subjectStats(factors ?? observations);
   const support: Record<UtilityLabel, number> = { helpful: 0, harmful: 0, neutral: 0, unknown: 0 };
   const strength: Record<EvidenceBasis, number> = {
     insufficient: 0,

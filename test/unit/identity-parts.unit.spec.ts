@@ -93,7 +93,20 @@ describe("the readback re-reduction check (time order vs id order)", () => {
   it("names the same first differing field as a full re-reduction, on random confidences", async () => {
     const fc = (await import("fast-check")).default;
     const { subjectPartOf } = await import("../../src/core/packet-parts.js");
-    const { reduceSubject } = await import("../../src/core/subject.js");
+    const { FactorList, reduceSubject } = await import("../../src/core/subject.js");
+    // Factor lists as a fold keeps them: built by inserting at the sorted position, in arrival order.
+    const factorsOf = (arrival: readonly Observation[], order: (a: Observation, b: Observation) => number) => {
+      const list = new FactorList();
+      const sorted: Observation[] = [];
+      for (const o of arrival) {
+        let at = 0;
+        while (at < sorted.length && order(sorted[at]!, o) < 0) at++;
+        sorted.splice(at, 0, o);
+        list.insert(at, o);
+      }
+      return list;
+    };
+    const byIdOrder = (a: Observation, b: Observation) => (a.observation_id < b.observation_id ? -1 : 1);
     const { compareOrder } = await import("../../src/core/ordering.js");
     const { pyEquals } = await import("../../src/core/pyvalue.js");
     const KEYS = ["utility_estimate", "effective_utility_label", "effective_evidence_basis", "confidence", "uncertainty", "support", "evidence_strength", "evidence_label_summary", "observation_count", "review"];
@@ -107,7 +120,7 @@ describe("the readback re-reduction check (time order vs id order)", () => {
     fc.assert(
       fc.property(
         // Two-decimal confidences (as agents write them): products in another order round differently now and then.
-        fc.array(fc.record({ c: fc.integer({ min: 0, max: 100 }).map((x) => x / 100), basis: fc.constantFrom(...bases), label: fc.constantFrom(...labels), t: fc.nat(86_399) }), { minLength: 3, maxLength: 12 }),
+        fc.array(fc.record({ c: fc.integer({ min: 0, max: 100 }).map((x) => x / 100), basis: fc.constantFrom(...bases), label: fc.constantFrom(...labels), t: fc.nat(86_399), arrives: fc.nat(1_000) }), { minLength: 3, maxLength: 12 }),
         (rows) => {
           const items = rows.map((r, i) => ({
             ...base,
@@ -122,7 +135,15 @@ describe("the readback re-reduction check (time order vs id order)", () => {
           const subject = reduceSubject(group.subjectId, group.level, group.digests, items);
           const again = reduceSubject(group.subjectId, group.level, group.digests, chrono);
           const expected = KEYS.find((k) => !pyEquals(subject[k], again[k])) ?? null;
-          return subjectPartOf(group, chrono).recheckFailure === expected && subjectPartOf(group).recheckFailure === expected;
+          const arrival = items.map((o, i) => [rows[i]!.arrives, o] as const).sort((a, b) => a[0] - b[0]).map(([, o]) => o);
+          const factors = { byId: factorsOf(arrival, byIdOrder), inTime: factorsOf(arrival, compareOrder) };
+          const withFactors = subjectPartOf(group, chrono, factors);
+          return (
+            subjectPartOf(group, chrono).recheckFailure === expected &&
+            subjectPartOf(group).recheckFailure === expected &&
+            withFactors.recheckFailure === expected &&
+            withFactors.fragment === subjectPartOf(group).fragment
+          );
         },
       ),
       { numRuns: 5000 },
