@@ -90,7 +90,9 @@ export class IdentityApplier {
   private readonly inFlight: number;
   private readonly casAttempts: number;
   private active = 0;
-  private readonly waiting: (() => void)[] = [];
+  /** Callers waiting for a slot, oldest first from `waitingHead` (an index, not shift(): a batch can queue thousands). */
+  private waiting: (() => void)[] = [];
+  private waitingHead = 0;
   /** The apply in flight per identity: concurrent batches (other partitions) take turns on one identity. */
   private readonly turns = new Map<string, Promise<void>>();
   /** Fresh mode: identities this applier has written (only those can need a load). */
@@ -115,8 +117,21 @@ export class IdentityApplier {
       await f();
     } finally {
       this.active--;
-      this.waiting.shift()?.();
+      this.wakeOne();
     }
+  }
+
+  private wakeOne(): void {
+    if (this.waitingHead >= this.waiting.length) return;
+    const next = this.waiting[this.waitingHead++]!;
+    if (this.waitingHead === this.waiting.length) {
+      this.waiting = [];
+      this.waitingHead = 0;
+    } else if (this.waitingHead >= 1024 && this.waitingHead * 2 >= this.waiting.length) {
+      this.waiting = this.waiting.slice(this.waitingHead); // drop the woken, now and then
+      this.waitingHead = 0;
+    }
+    next();
   }
 
   get cached(): number {

@@ -304,6 +304,18 @@ describe("given a batch of many identities and a store that answers slowly", () 
     for (const id of await store.listIdentities(G)) expect(await store.read(G, id)).toBe(expected.get(id));
   });
 
+  it("when 3,000 identities queue for 8 slots, then never more than 8 are in flight, and every identity is folded once", async () => {
+    // Thousands waiting: the applier's wait queue drops its woken callers in place past 1,024 (the slot's own path).
+    const crowd = [...simulate({ agents: 3_000, observationsPerAgent: 1, snapshotEvery: 100_000, duplicateRate: 0, conflictRate: 0, seed: 10 })];
+    const store = new SlowStore();
+    const stats = await new IdentityApplier(store, 10, { feed: false, inFlight: 8 }).applyAll(G, routeRecords(crowd.map((d, i) => record(d.observation, 0, i)), DECISION).identities);
+    expect(stats.identities).toBe(3_000);
+    expect(stats.applied).toBe(3_000);
+    expect(store.most).toBe(8);
+    expect(store.inFlight).toBe(0);
+    expect((await store.listIdentities(G)).length).toBe(3_000);
+  });
+
   it("when one identity's write fails, then the call fails once the started writes settle, and starts no more", async () => {
     const store = new SlowStore();
     const all = batches();
