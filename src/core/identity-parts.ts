@@ -54,8 +54,23 @@ interface Group extends SubjectGroup {
   /** The items in the reference's time order: their history members in byte order. */
   chrono: HistoryPart[];
   chronoObs: Observation[];
-  /** Buckets and factors of `items` and of `chronoObs`, spliced with them. */
-  factors: SubjectFactors;
+  /** Buckets and factors of `items` and of `chronoObs`, spliced with them; kept from FACTOR_LISTS_FROM items on. */
+  factors: SubjectFactors | null;
+}
+
+/**
+ * A subject keeps factor lists (subject.ts) once it holds this many
+ * observations: below it, walking the observations costs about as much as
+ * walking the lists, and most subjects hold one or two (the pipeline bench's
+ * ~36 per identity of ~44 observations), where the lists' five objects would
+ * be most of what the subject keeps.
+ */
+const FACTOR_LISTS_FROM = 8;
+
+function factorListOf(observations: readonly Observation[]): FactorList {
+  const list = new FactorList();
+  for (let i = 0; i < observations.length; i++) list.insert(i, observations[i]!);
+  return list;
 }
 
 interface Accepted {
@@ -229,20 +244,23 @@ export class IdentityParts {
     if (group === undefined) {
       // Spelled out, not spread: a spread here cost ~2 µs a group (a profile of the fold).
       const g = subjectGroupOf(obs);
-      group = { level: g.level, key: g.key, subjectId: g.subjectId, digests: g.digests, items: g.items, mapKey, chrono: [], chronoObs: [],
-        factors: { byId: new FactorList(), inTime: new FactorList() } };
+      group = { level: g.level, key: g.key, subjectId: g.subjectId, digests: g.digests, items: g.items, mapKey, chrono: [], chronoObs: [], factors: null };
       this.groups.set(mapKey, group);
       this.levels[group.level]++;
     }
     const subjectId = group.subjectId;
     const i = lowerBound(group.items, id);
     group.items.splice(i, 0, obs);
-    group.factors.byId.insert(i, obs);
     const h = historyPart(obs, subjectId, fingerprint);
     const at = memberBound(group.chrono, h.member);
     group.chrono.splice(at, 0, h);
     group.chronoObs.splice(at, 0, obs);
-    group.factors.inTime.insert(at, obs);
+    if (group.factors !== null) {
+      group.factors.byId.insert(i, obs);
+      group.factors.inTime.insert(at, obs);
+    } else if (group.items.length >= FACTOR_LISTS_FROM) {
+      group.factors = { byId: factorListOf(group.items), inTime: factorListOf(group.chronoObs) };
+    }
     this.dirtyGroups.add(group);
     this.accepted.set(id, { obs, fingerprint, group, history: h });
     this.dirtyHistory.add(id);
@@ -254,11 +272,11 @@ export class IdentityParts {
     const group = entry.group;
     const i = lowerBound(group.items, id);
     group.items.splice(i, 1);
-    group.factors.byId.remove(i);
+    group.factors?.byId.remove(i);
     const at = memberBound(group.chrono, entry.history.member);
     group.chrono.splice(at, 1);
     group.chronoObs.splice(at, 1);
-    group.factors.inTime.remove(at);
+    group.factors?.inTime.remove(at);
     this.dirtyGroups.add(group);
     this.accepted.delete(id);
     this.dirtyHistory.add(id);
@@ -297,7 +315,7 @@ export class IdentityParts {
         this.levels[group.level]--;
         parts.subjects.delete(group.subjectId);
       } else {
-        after = subjectPartOf(group, group.chronoObs, group.factors); // (its `items` is the group's live list: not for computeParts' reuse)
+        after = subjectPartOf(group, group.chronoObs, group.factors ?? undefined); // (its `items` is the group's live list: not for computeParts' reuse)
         flatAll(after.member, after.fragment, after.latest, after.proposal);
         parts.subjects.set(group.subjectId, after);
         this.add(this.subjectHashes, group.subjectId, partHash("s", after.member, after.fragment, after.proposal ?? ""));
