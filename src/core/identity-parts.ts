@@ -315,7 +315,7 @@ export class IdentityParts {
         this.levels[group.level]--;
         parts.subjects.delete(group.subjectId);
       } else {
-        after = subjectPartOf(group, group.chronoObs, group.factors ?? undefined); // (its `items` is the group's live list: not for computeParts' reuse)
+        after = subjectPartOf(group, group.chronoObs, group.factors ?? undefined, group.chrono[group.chrono.length - 1]!.member); // (its `items` is the group's live list: not for computeParts' reuse)
         flatAll(after.member, after.fragment, after.latest, after.proposal);
         parts.subjects.set(group.subjectId, after);
         this.add(this.subjectHashes, group.subjectId, partHash("s", after.member, after.fragment, after.proposal ?? ""));

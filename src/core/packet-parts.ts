@@ -119,7 +119,13 @@ export interface SubjectFactors {
  * caller keeps them so) saves a sort; `factors` (if kept with both lists)
  * saves walking the observations for the estimate and the recheck.
  */
-export function subjectPartOf(group: SubjectGroup, chronological?: readonly Observation[], factors?: SubjectFactors): SubjectPart {
+export function subjectPartOf(
+  group: SubjectGroup,
+  chronological?: readonly Observation[],
+  factors?: SubjectFactors,
+  /** The latest observation's history member, when the caller holds it already (the same string, kept once). */
+  latestMember?: string,
+): SubjectPart {
   let latest = group.items[0]!;
   if (chronological !== undefined) latest = chronological[chronological.length - 1]!;
   else for (const o of group.items) if (compareOrder(o, latest) >= 0) latest = o;
@@ -129,7 +135,7 @@ export function subjectPartOf(group: SubjectGroup, chronological?: readonly Obse
     fragment: compactSubject(subject),
     proposal: proposal === null ? null : compactJson(proposal),
     conflict: proposal !== null && proposal.state === "conflict",
-    latest: historyMember(latest.created_at, latest.observation_id),
+    latest: latestMember ?? historyMember(latest.created_at, latest.observation_id),
     items: group.items,
     recheckFailure: recheck(group, subject, chronological, factors),
   };
