@@ -13,7 +13,7 @@ import type { ReducerContext } from "./identity.js";
 import type { IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { historyEntryStored } from "./observation-json.js";
-import { compactJson, compactSubject, expandTokens } from "./compact-json.js";
+import { compactJson, compactString, compactSubject, expandTokens } from "./compact-json.js";
 import { compareOrder, sortedInOrder } from "./ordering.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } from "./projection.js";
 import { pyEquals, type PyObject } from "./pyvalue.js";
@@ -148,29 +148,46 @@ export interface LevelCounts {
   none: number;
 }
 
-/** The skeleton's fields that vary within one identity, in the order a template's holes hold them. */
+/** The skeleton's fields that vary within one identity, in the order the template's holes hold them. */
 const VARYING = [
   "status", "projection_ready", "accepted_observation_count", "duplicate_observation_count", "conflicting_observation_count",
   "rejected_observation_count", "lineage_observation_count", "subject_count", "item_subject_count", "set_subject_count",
   "unresolved_lineage_count", "last_observed_at", "last_observation_id", "observation_history_truncated",
 ] as const;
+/** The context's fields (the scope's four inside `scope`), holes after VARYING's: one template serves every identity. */
+const CONTEXT_FIELDS = ["reducer_version", "reducer_identity", "retrieval_snapshot_ref", "policy_snapshot_ref"] as const;
+const SCOPE_FIELDS = ["agent_id", "project_id", "corpus_id", "surface_id"] as const;
 const HOLE = "\u0002";
+const holeOf = (i: number): string => `${HOLE}${String.fromCharCode(0x41 + i)}`;
 
 interface SkeletonTemplate {
   /** Canonical text between the holes (one more than holes). */
   pieces: string[];
-  /** For each hole, which VARYING field fills it (key order decides where each lands). */
+  /** For each hole, which field fills it: VARYING's index, then CONTEXT_FIELDS', then SCOPE_FIELDS' (key order decides where each lands). */
   fields: number[];
 }
 
-const templates = new WeakMap<ReducerContext, SkeletonTemplate>();
+let template: SkeletonTemplate | undefined;
 
-/** The skeleton's canonical text of one context with a hole per varying field, computed once per context. */
-function templateOf(context: ReducerContext): SkeletonTemplate {
-  let t = templates.get(context);
-  if (t !== undefined) return t;
-  const packet = baseProjection(context, summaryOf(context, { accepted: 0, latest: [null, null], duplicates: 0, conflicts: 0, conflictingDeliveries: 0, conflictProposal: false }));
-  VARYING.forEach((field, i) => (packet[field] = `${HOLE}${String.fromCharCode(0x41 + i)}`));
+/**
+ * The skeleton's stored text with a hole per field that is not the same for
+ * every packet: computed once. (It was once per context, which every cached
+ * model owns: ~1 KB a model and a compactJson of the whole packet for every
+ * new identity.)
+ */
+function skeletonTemplate(): SkeletonTemplate {
+  if (template !== undefined) return template;
+  const blank: ReducerContext = {
+    scope: { agent_id: "", project_id: "", corpus_id: "", surface_id: "" },
+    retrieval_snapshot_ref: "",
+    policy_snapshot_ref: "",
+    reducer_version: "",
+  };
+  const packet = baseProjection(blank, summaryOf(blank, { accepted: 0, latest: [null, null], duplicates: 0, conflicts: 0, conflictingDeliveries: 0, conflictProposal: false }));
+  let n = 0;
+  for (const field of VARYING) packet[field] = holeOf(n++);
+  for (const field of CONTEXT_FIELDS) packet[field] = holeOf(n++);
+  packet.scope = Object.fromEntries(SCOPE_FIELDS.map((field) => [field, holeOf(n++)]));
   for (const field of LIST_FIELDS) packet[field] = `\u0001${field}`;
   let text = compactJson(packet);
   for (const field of LIST_FIELDS) text = text.replace(`"\\u0001${field}"`, SKELETON_SEPARATOR);
@@ -184,9 +201,8 @@ function templateOf(context: ReducerContext): SkeletonTemplate {
     last = m.index + m[0].length;
   }
   pieces.push(text.slice(last));
-  t = { pieces, fields };
-  templates.set(context, t);
-  return t;
+  template = { pieces, fields };
+  return template;
 }
 
 const jsonOf = (v: string | number | boolean | null): string => (v === null ? "null" : typeof v === "string" ? quote(v) : String(v));
@@ -194,15 +210,21 @@ const jsonOf = (v: string | number | boolean | null): string => (v === null ? "n
 /** The packet with its four lists cut out: counters from `counts` and `levels` (canonicalJson of baseProjection). */
 export function skeletonFrom(context: ReducerContext, counts: SummaryCounts, levels: LevelCounts): string {
   const summary = summaryOf(context, counts);
-  const values: (string | number | boolean | null)[] = [
-    summary.status, summary.projection_ready, summary.accepted_observation_count, summary.duplicate_observation_count,
-    summary.conflicting_observation_count, summary.rejected_observation_count, summary.lineage_observation_count,
-    levels.item + levels.set + levels.none, levels.item, levels.set, levels.none,
-    summary.last_observed_at, summary.last_observation_id, counts.accepted > MAX_PROJECTION_HISTORY,
+  const scope = context.scope;
+  // The counters as the per-context templates wrote them (jsonOf); the context's strings as compactJson writes
+  // them (compactString: a value that is a token, say a surface named "ready", is stored as the token).
+  const values: string[] = [
+    jsonOf(summary.status), jsonOf(summary.projection_ready), jsonOf(summary.accepted_observation_count), jsonOf(summary.duplicate_observation_count),
+    jsonOf(summary.conflicting_observation_count), jsonOf(summary.rejected_observation_count), jsonOf(summary.lineage_observation_count),
+    jsonOf(levels.item + levels.set + levels.none), jsonOf(levels.item), jsonOf(levels.set), jsonOf(levels.none),
+    jsonOf(summary.last_observed_at), jsonOf(summary.last_observation_id), jsonOf(counts.accepted > MAX_PROJECTION_HISTORY),
+    compactString(context.reducer_version), compactString(summary.reducer_identity), compactString(context.retrieval_snapshot_ref),
+    compactString(context.policy_snapshot_ref),
+    compactString(scope.agent_id), compactString(scope.project_id), compactString(scope.corpus_id), compactString(scope.surface_id),
   ];
-  const { pieces, fields } = templateOf(context);
+  const { pieces, fields } = skeletonTemplate();
   let out = pieces[0]!;
-  for (let i = 0; i < fields.length; i++) out += jsonOf(values[fields[i]!]!) + pieces[i + 1]!;
+  for (let i = 0; i < fields.length; i++) out += values[fields[i]!]! + pieces[i + 1]!;
   return out;
 }
 
