@@ -18,7 +18,7 @@ import { summaryOf, type SummaryCounts } from "../../src/core/reducer.js";
 const LISTS = ["observation_history", "rejections", "review_proposals", "subjects"] as const;
 // Refs as the contract allows them, and the token values among them.
 const ref = fc.oneof(
-  fc.constantFrom(...VALUE_TOKENS.filter((v): v is string => typeof v === "string"), "a", "agent:1", "x.y-z_0:9"),
+  fc.constantFrom(...(VALUE_TOKENS.filter((v) => typeof v === "string") as string[]), "a", "agent:1", "x.y-z_0:9"),
   fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,40}$/),
 );
 const context: fc.Arbitrary<ReducerContext> = fc.record({
