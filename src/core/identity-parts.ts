@@ -20,6 +20,7 @@ import { emptyIdentityState, type FingerprintState, type IdentityState } from ".
 import type { Observation } from "./observation.js";
 import { compareOrder } from "./ordering.js";
 import { ownedContext, ownedObservation } from "./owned-observation.js";
+import { partHash, Sum256 } from "./part-hash.js";
 import {
   emptyParts,
   historyPart,
@@ -79,42 +80,6 @@ interface Accepted {
   group: Group;
   /** Its history part (the same object while the entry stands: a flush that finds it in the parts skips it). */
   history: HistoryPart;
-}
-
-/**
- * sha256 of the pieces, each followed by \0 (the content digest's element
- * hash), as a 32-character latin1 string: a cached model keeps one per part,
- * and a short string costs a tenth of a Buffer.
- */
-function partHash(...pieces: string[]): string {
-  let text = "";
-  for (const p of pieces) text += p + "\u0000";
-  return hash("sha256", text, "binary");
-}
-
-/** A sum mod 2^256 of 32-byte big-endian numbers, in sixteen 16-bit words (most significant first). */
-class Sum256 {
-  private readonly words: number[] = new Array<number>(16).fill(0);
-
-  add(h: string, sign: 1 | -1): void {
-    let carry = 0;
-    for (let i = 15; i >= 0; i--) {
-      const v = this.words[i]! + sign * ((h.charCodeAt(2 * i) << 8) | h.charCodeAt(2 * i + 1)) + carry;
-      carry = Math.floor(v / 0x1_0000);
-      this.words[i] = v - carry * 0x1_0000;
-    }
-  }
-
-  clear(): void {
-    this.words.fill(0);
-  }
-
-  /** Lowercase hex without leading zeros ("0" for zero), as BigInt's toString(16). */
-  hex(): string {
-    let out = "";
-    for (const w of this.words) out += w.toString(16).padStart(4, "0");
-    return out.replace(/^0+(?=.)/, "");
-  }
 }
 
 /** Index of the first member not below `member` in byte order (the order key's order: see sort-keys.ts). */
