@@ -37,6 +37,33 @@ function stream(count: number, seed: number, memories: number, conflictRate: num
   return all;
 }
 
+/** A random row of one subject's observation: confidence, basis, label, second of the day it is stamped at, arrival key. */
+interface Row {
+  c: number;
+  basis: string;
+  label: string;
+  t: number;
+  arrives: number;
+}
+
+/** One observation per row, ids in row order (`muo_0000`, …), stamped on 2026-11-01 at the row's second. */
+function rowObservations(base: Observation, rows: readonly Row[]): Observation[] {
+  const two = (n: number) => String(n).padStart(2, "0");
+  return rows.map((r, i) => ({
+    ...base,
+    observation_id: `muo_${String(i).padStart(4, "0")}`,
+    confidence: r.c,
+    evidence_basis: r.basis,
+    utility_label: r.label,
+    created_at: `2026-11-01T${two(Math.floor(r.t / 3600))}:${two(Math.floor(r.t / 60) % 60)}:${two(r.t % 60)}Z`,
+  })) as Observation[];
+}
+
+/** The observations in the order their rows' arrival keys give (ties in row order). */
+function arrivalOrder(items: readonly Observation[], rows: readonly Row[]): Observation[] {
+  return items.map((o, i) => [rows[i]!.arrives, o] as const).sort((a, b) => a[0] - b[0]).map(([, o]) => o);
+}
+
 const cases = [
   { name: "small identity, many conflicts", count: 60, seed: 1, memories: 6, conflictRate: 0.2 },
   { name: "past 256 accepted, few subjects", count: 400, seed: 2, memories: 4, conflictRate: 0.02 },
@@ -123,20 +150,13 @@ describe("the readback re-reduction check (time order vs id order)", () => {
         // Two-decimal confidences (as agents write them): products in another order round differently now and then.
         fc.array(fc.record({ c: fc.integer({ min: 0, max: 100 }).map((x) => x / 100), basis: fc.constantFrom(...bases), label: fc.constantFrom(...labels), t: fc.nat(86_399), arrives: fc.nat(1_000) }), { minLength: 3, maxLength: 12 }),
         (rows) => {
-          const items = rows.map((r, i) => ({
-            ...base,
-            observation_id: `muo_${String(i).padStart(4, "0")}`,
-            confidence: r.c,
-            evidence_basis: r.basis,
-            utility_label: r.label,
-            created_at: `2026-11-01T${String(Math.floor(r.t / 3600)).padStart(2, "0")}:${String(Math.floor(r.t / 60) % 60).padStart(2, "0")}:${String(r.t % 60).padStart(2, "0")}Z`,
-          })) as Observation[];
+          const items = rowObservations(base, rows);
           const group = { level: "item" as const, key: ["d"], subjectId: "mui_x", digests: ["0000000000000001"], items };
           const chrono = [...items].sort(compareOrder);
           const subject = reduceSubject(group.subjectId, group.level, group.digests, items);
           const again = reduceSubject(group.subjectId, group.level, group.digests, chrono);
           const expected = KEYS.find((k) => !pyEquals(subject[k], again[k])) ?? null;
-          const arrival = items.map((o, i) => [rows[i]!.arrives, o] as const).sort((a, b) => a[0] - b[0]).map(([, o]) => o);
+          const arrival = arrivalOrder(items, rows);
           const factors = { byId: factorsOf(arrival, byIdOrder), inTime: factorsOf(arrival, compareOrder) };
           const withFactors = subjectPartOf(group, chrono, factors);
           return (
@@ -178,15 +198,8 @@ describe("a large subject's factor lists (kept from 8 observations on)", () => {
           { minLength: 8, maxLength: 24 },
         ),
         (rows) => {
-          const items = rows.map((r, i) => ({
-            ...base,
-            observation_id: `muo_${String(i).padStart(4, "0")}`,
-            confidence: r.c,
-            evidence_basis: r.basis,
-            utility_label: r.label,
-            created_at: `2026-11-01T${String(Math.floor(r.t / 3600)).padStart(2, "0")}:${String(Math.floor(r.t / 60) % 60).padStart(2, "0")}:${String(r.t % 60).padStart(2, "0")}Z`,
-          })) as Observation[];
-          const arrival = items.map((o, i) => [rows[i]!.arrives, o] as const).sort((a, b) => a[0] - b[0]).map(([, o]) => o);
+          const items = rowObservations(base, rows);
+          const arrival = arrivalOrder(items, rows);
           rows.forEach((r, i) => {
             const o = items[i]!;
             const earlier = new Date(Date.parse(o.created_at) - 1000).toISOString().replace(".000Z", "Z");
