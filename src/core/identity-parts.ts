@@ -68,11 +68,6 @@ interface Group extends SubjectGroup {
  */
 const FACTOR_LISTS_FROM = 8;
 
-function factorListOf(observations: readonly Observation[]): FactorList {
-  const list = new FactorList();
-  for (let i = 0; i < observations.length; i++) list.insert(i, observations[i]!);
-  return list;
-}
 
 interface Accepted {
   obs: Observation;
@@ -227,7 +222,7 @@ export class IdentityParts {
         group.factors.byId.insert(i, obs);
         group.factors.inTime.insert(at, obs);
       } else if (group.items.length >= FACTOR_LISTS_FROM) {
-        group.factors = { byId: factorListOf(group.items), inTime: factorListOf(group.chronoObs) };
+        group.factors = { byId: FactorList.of(group.items), inTime: FactorList.of(group.chronoObs) };
       }
     }
     this.dirtyGroups.add(group);

@@ -76,12 +76,12 @@ const ZERO_TIERS: readonly number[] = Array.from({ length: EVIDENCE_ORDER.length
 const ONE_TIERS: readonly number[] = Array.from({ length: EVIDENCE_ORDER.length }, () => 0.5).fill(1.0);
 
 /** An observation's bucket in a subject's estimate: basis rank × 4 + label rank. */
-export function bucketOf(o: Observation): number {
+function bucketOf(o: Observation): number {
   return EVIDENCE_RANK[o.evidence_basis] * LABELS + LABEL_RANK[o.utility_label];
 }
 
 /** An observation's factor in its bucket's `remaining`: `1 - clamp01(confidence)`, as the reference clamps. */
-export function factorOf(o: Observation): number {
+function factorOf(o: Observation): number {
   const c = o.confidence;
   const clamped = (c > 0.0 ? c : 0.0) < 1.0 ? (c > 0.0 ? c : 0.0) : 1.0;
   return 1.0 - clamped;
@@ -96,8 +96,15 @@ export function factorOf(o: Observation): number {
  * the same: the same factors, multiplied in the same order.
  */
 export class FactorList {
-  readonly buckets: number[] = [];
-  readonly factors: number[] = [];
+  private constructor(
+    readonly buckets: number[],
+    readonly factors: number[],
+  ) {}
+
+  /** The lists of `observations`, in their order. */
+  static of(observations: readonly Observation[]): FactorList {
+    return new FactorList(observations.map(bucketOf), observations.map(factorOf));
+  }
 
   insert(at: number, o: Observation): void {
     this.buckets.splice(at, 0, bucketOf(o));
@@ -107,10 +114,6 @@ export class FactorList {
   remove(at: number): void {
     this.buckets.splice(at, 1);
     this.factors.splice(at, 1);
-  }
-
-  get length(): number {
-    return this.buckets.length;
   }
 }
 

@@ -124,7 +124,7 @@ describe("the readback re-reduction check (time order vs id order)", () => {
     const { FactorList, reduceSubject } = await import("../../src/core/subject.js");
     // Factor lists as a fold keeps them: built by inserting at the sorted position, in arrival order.
     const factorsOf = (arrival: readonly Observation[], order: (a: Observation, b: Observation) => number) => {
-      const list = new FactorList();
+      const list = FactorList.of([]);
       const sorted: Observation[] = [];
       for (const o of arrival) {
         let at = 0;
