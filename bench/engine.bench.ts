@@ -8,30 +8,19 @@
  *
  *   npx tsx bench/engine.bench.ts [--records 100000] [--batch 500] [--runs 3]
  */
-import { createHash } from "node:crypto";
 import { parseArgs } from "node:util";
 import { routeRecords } from "../src/fold/batch-router.js";
-import type { SourceRecord } from "../src/fold/dead-letter.js";
 import { IdentityModel } from "../src/fold/identity-model.js";
-import { observationMessage } from "../producers/observation-message.js";
-import { simulate } from "../producers/simulation.js";
 import { runUnderMufoldFlags } from "./mufold-flags.js";
+import { batchesOf, partitionedWorkload } from "./partitioned-workload.js";
 
 await runUnderMufoldFlags();
 
 const { values } = parseArgs({ options: { records: { type: "string", default: "100000" }, batch: { type: "string", default: "500" }, runs: { type: "string", default: "3" } } });
 const records = Number(values.records);
 const batchSize = Number(values.batch);
-const PARTITIONS = 12;
 
-// The pipeline bench's workload, split into partitions by key as the producer does (any stable split will do).
-const byPartition = Array.from({ length: PARTITIONS }, () => [] as SourceRecord[]);
-for (const d of [...simulate({ agents: 500, observationsPerAgent: Math.ceil(records / 500), snapshotEvery: 50, duplicateRate: 0.1, conflictRate: 0.01, seed: 1 })].slice(0, records)) {
-  const m = observationMessage(d.observation);
-  const p = createHash("md5").update(m.key as string).digest()[0]! % PARTITIONS;
-  byPartition[p]!.push({ topic: "t", partition: p, offset: String(byPartition[p]!.length), key: Buffer.from(m.key as string), value: Buffer.from(m.value as string), headers: {} });
-}
-const batches = byPartition.flatMap((list) => Array.from({ length: Math.ceil(list.length / batchSize) }, (_, i) => list.slice(i * batchSize, (i + 1) * batchSize)));
+const batches = batchesOf(partitionedWorkload(records), batchSize);
 
 console.log(`| run | CPU µs per record | decide µs | plan µs | identity batches | deliveries per identity batch |`);
 console.log(`|---|---|---|---|---|---|`);

@@ -1,5 +1,5 @@
 /** The writes that turn one stored PartsView into the next: only what changed. */
-import { META_FIELDS, type IdentityPart } from "./keys.js";
+import { IDENTITY_PARTS, META_FIELDS, type IdentityPart } from "./keys.js";
 import type { PartsChanges } from "../core/identity-parts.js";
 import type { PartsView } from "../core/packet-parts.js";
 import { MAX_PROJECTION_HISTORY } from "../core/projection-limits.js";
@@ -80,4 +80,48 @@ export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChan
     ops.push(hset("c", id, fragment));
   }
   return ops;
+}
+
+/** Ops of one opcode on one part, applied as one command (mufold_apply_v2). */
+export interface OpRun {
+  op: OpCode;
+  part: IdentityPart;
+  ops: PartOp[];
+}
+
+/** Ops per run at most: a run's operands go through Lua's `unpack`, which is bounded by its stack (~8,000). */
+export const MAX_RUN = 1000;
+
+const OP_CODES: readonly OpCode[] = ["HSET", "HDEL", "ZADD", "ZREM", "DEL"];
+
+/**
+ * The ops of one apply as runs of one opcode on one part, in the order each
+ * run first appears. That reorders ops, which is only sound because the ops
+ * of one plan commute: no (part, field) is written twice and a deleted part
+ * gets no other op. Both are checked here, so a plan that broke them is
+ * refused instead of stored wrong.
+ */
+export function opRuns(ops: readonly PartOp[]): OpRun[] {
+  const runs: OpRun[] = [];
+  const open = new Map<number, OpRun>();
+  const fields = new Map<IdentityPart, Set<string>>();
+  const deleted = new Set<IdentityPart>();
+  for (const op of ops) {
+    if (op.op === "DEL" ? fields.has(op.part) || deleted.has(op.part) : deleted.has(op.part)) throw new Error(`two ops of one apply do not commute: ${op.op} on part ${op.part}, which the apply also deletes or writes`);
+    if (op.op === "DEL") deleted.add(op.part);
+    else {
+      let seen = fields.get(op.part);
+      if (seen === undefined) fields.set(op.part, (seen = new Set()));
+      if (seen.has(op.field)) throw new Error(`two ops of one apply write field ${JSON.stringify(op.field)} of part ${op.part}`);
+      seen.add(op.field);
+    }
+    const slot = OP_CODES.indexOf(op.op) * IDENTITY_PARTS.length + IDENTITY_PARTS.indexOf(op.part);
+    let run = open.get(slot);
+    if (run === undefined || run.ops.length >= MAX_RUN) {
+      runs.push((run = { op: op.op, part: op.part, ops: [] }));
+      open.set(slot, run);
+    }
+    run.ops.push(op);
+  }
+  return runs;
 }

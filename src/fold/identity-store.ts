@@ -49,8 +49,10 @@ export interface IdentityStore {
 
   /**
    * Atomically, if the stored version is `expectedVersion` (0: nothing
-   * stored): set the watermarks in meta (field → decimal offset), run `ops` in
-   * order, set version + 1 and return it. Nothing is written otherwise.
+   * stored): set the watermarks in meta (field → decimal offset), run `ops`,
+   * set version + 1 and return it. Nothing is written otherwise. The ops
+   * must commute (`opRuns`, src/fold/delta.ts: they run grouped by opcode and
+   * part); ops that do not are refused before anything is written.
    *
    * @throws StaleVersionError the stored version differs (it carries the stored one).
    * @throws StateLostError a version above 0 was expected but the identity has no version.

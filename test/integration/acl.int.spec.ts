@@ -169,7 +169,7 @@ describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
       ["HSET on a part", reader.hset(keys[2]!, "x", "y")],
       ["HSET on the control hash", reader.hset(controlKey(base.prefix), "generation", "1")],
       ["SET", reader.set(`${base.prefix}:x`, "y")],
-      ["FCALL mufold_apply_v1", reader.call("FCALL", APPLY_FUNCTION, keys.length, ...keys, "0", "0")],
+      [`FCALL ${APPLY_FUNCTION}`, reader.call("FCALL", APPLY_FUNCTION, keys.length, ...keys, "0", "0")],
       ["DEL", reader.del(keys[0]!)],
       ["UNLINK", reader.unlink(indexKey(base.prefix, 2))],
       ["SADD", reader.sadd(indexKey(base.prefix, 2), "mur_x")],
@@ -194,7 +194,7 @@ describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
     cleanups.push(() => admin.del(...outside, `not-${base.prefix}:x`));
     const escapes: [string, Promise<unknown>][] = [
       ["HSET outside the prefix", writer.hset(`not-${base.prefix}:x`, "a", "b")],
-      ["FCALL mufold_apply_v1 on keys outside the prefix", writer.call("FCALL", APPLY_FUNCTION, outside.length, ...outside, "0", "0")],
+      [`FCALL ${APPLY_FUNCTION} on keys outside the prefix`, writer.call("FCALL", APPLY_FUNCTION, outside.length, ...outside, "0", "0")],
       ["FCALL_RO on keys outside the prefix", writer.call("FCALL_RO", "mufold_read_v1", outside.length, ...outside)],
       ["SET (not a command mufold uses)", writer.set(`${base.prefix}:x`, "y")],
       ["KEYS", writer.keys("*")],

@@ -4,6 +4,7 @@ import { loadFunctions } from "../../src/adapters/redis/functions.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
 import { StaleVersionError } from "../../src/adapters/redis/errors.js";
 import { IdentityApplier, type IdentityBatch } from "../../src/fold/identity-applier.js";
+import { identityKeys } from "../../src/fold/keys.js";
 import { contextOfObservation, observationFingerprint, reducerIdentity, type Observation } from "../../src/core/index.js";
 import { simulate } from "../../producers/simulation.js";
 import { comparePackets, dropPrefix, expectedPackets, testSettings } from "../support/pipeline.js";
@@ -73,4 +74,41 @@ describe("identity store on real Redis", () => {
     await store.apply(103, batch!.identity, 0, new Map([["w:t:0", 0n]]), []);
     await expect(store.apply(103, batch!.identity, 0, new Map(), [])).rejects.toBeInstanceOf(StaleVersionError);
   });
+
+  it("mufold_apply_v2 refuses a malformed program, or operands that do not match it, before writing anything", async () => {
+    const keys = identityKeys(settings.prefix, 104, "mur_lua");
+    const call = (...args: string[]) => redis.call("FCALL", "mufold_apply_v2", keys.length, ...keys, "0", "1", "w:t:0", "7", ...args);
+    const malformed: [string, string[]][] = [
+      ["no program", []],
+      ["an unknown opcode", ["Q2*1", "f"]],
+      ["a key index past the ten keys", ["H11*1", "f", "v"]],
+      ["key index 0", ["H0*1", "f", "v"]],
+      ["a run of no ops", ["H2*0"]],
+      ["a leading zero", ["H2*01", "f", "v"]],
+      ["a trailing space", ["H2*1 ", "f", "v"]],
+      ["two spaces", ["H2*1  Z4*1", "f", "v", "m"]],
+      ["another separator", ["H2*1,Z4*1", "f", "v", "m"]],
+      ["DEL of a run of two", ["X3*2"]],
+      ["an operand missing", ["H2*1 Z4*1", "f", "v"]],
+      ["an operand too many", ["H2*1", "f", "v", "extra"]],
+    ];
+    for (const [what, args] of malformed) await expect(call(...args), what).rejects.toThrow(/mufold_apply_v2: (malformed arguments|the program takes)/);
+    expect(await redis.exists(...keys), "nothing written").toBe(0);
+    // A well-formed program of several runs applies, with its watermark and version.
+    expect(await call("H2*2 Z4*1 H1*1", "a", "1", "b", "2", "0001\u0000h1", "acc", "1")).toEqual([1, 1]);
+    expect(await redis.hgetall(keys[0]!)).toEqual({ "w:t:0": "7", acc: "1", v: "1" });
+    expect(await redis.hgetall(keys[1]!)).toEqual({ a: "1", b: "2" });
+    expect(await redis.zrange(keys[3]!, 0, -1)).toEqual(["0001\u0000h1"]);
+  });
+
+  it("mufold_apply_v1 (the previous release's layout, four arguments an op) still applies for folds not yet upgraded", async () => {
+    const keys = identityKeys(settings.prefix, 104, "mur_v1");
+    const reply = await redis.call("FCALL", "mufold_apply_v1", keys.length, ...keys, "0", "1", "w:t:0", "3", "HSET", "2", "a", "1", "ZADD", "6", "0001\u0000h1", "", "HDEL", "2", "absent", "");
+    expect(reply).toEqual([1, 1]);
+    expect(await redis.hgetall(keys[0]!)).toEqual({ "w:t:0": "3", v: "1" });
+    expect(await redis.hgetall(keys[1]!)).toEqual({ a: "1" });
+    expect(await redis.zrange(keys[5]!, 0, -1)).toEqual(["0001\u0000h1"]);
+    expect(await redis.call("FCALL", "mufold_apply_v1", keys.length, ...keys, "0", "0")).toEqual([-1, 1]); // stale: version 1 is stored
+  });
 });
+

@@ -256,6 +256,33 @@ export function identityStoreContract(name: string, makeStore: StoreFactory): vo
         expect(await store.read(G, "mur_256")).toBe(`P0[${Array.from({ length: 300 }, (_, i) => `H${pad3(i)}`).join(",")}]P1[]P2[]P3[]P4`);
       });
 
+      it("ops that do not commute (a field written twice, a deleted part written) are refused before anything is written", async () => {
+        const store = await makeStore();
+        const refused: PartOp[][] = [
+          [hset("m", "skel", SKELETON), hset("d", "a", "1"), hset("d", "a", "2")],
+          [hset("m", "skel", SKELETON), zadd("si", "x\u0000s1"), zrem("si", "x\u0000s1")],
+          [hset("m", "skel", SKELETON), hset("s", "s1", "S1"), del("s")],
+          [hset("m", "skel", SKELETON), del("s"), hset("s", "s1", "S1")],
+        ];
+        for (const ops of refused) await expect(store.apply(G, "mur_nc", 0, new Map([["w:t:0", 1n]]), ops)).rejects.toThrow(/do not commute|written twice|write field/);
+        expect(await store.load(G, "mur_nc")).toEqual({ meta: {}, records: new Map(), history: new Map() });
+        // The same field in two parts, or two fields of one part, commute.
+        await store.apply(G, "mur_nc", 0, none, [hset("m", "skel", SKELETON), hset("s", "s1", "S1"), hset("p", "s1", "Q1"), zadd("si", "a\u0000s1"), hset("s", "s2", "S2"), zadd("si", "b\u0000s2")]);
+        expect(await store.read(G, "mur_nc")).toBe("P0[]P1[]P2[Q1]P3[S1,S2]P4");
+      });
+
+      it("thousands of ops of one kind in one apply (more than one command's worth) all land", async () => {
+        const store = await makeStore();
+        const n = 4_500; // 9,000 HSET operands: past what one Lua `unpack` takes, so the store must split the run
+        const ids = Array.from({ length: n }, (_, i) => String(i).padStart(4, "0"));
+        await store.apply(G, "mur_big", 0, none, [hset("m", "skel", SKELETON), hset("m", "acc", "100"), ...ids.flatMap((id) => [zadd("hi", `${id}\u0000h${id}`), hset("h", `h${id}`, `H${id}`), hset("d", id, "2")])]);
+        expect(await store.read(G, "mur_big")).toBe(`P0[${ids.map((id) => `H${id}`).join(",")}]P1[]P2[]P3[]P4`);
+        expect((await store.load(G, "mur_big")).records.size).toBe(n);
+        await store.apply(G, "mur_big", 1, none, ids.slice(0, n - 1).flatMap((id) => [zrem("hi", `${id}\u0000h${id}`), hdel("h", `h${id}`), hdel("d", id)]));
+        expect(await store.read(G, "mur_big")).toBe(`P0[H${ids[n - 1]}]P1[]P2[]P3[]P4`);
+        expect([...(await store.load(G, "mur_big")).records.keys()]).toEqual([ids[n - 1]]);
+      });
+
       it("a stored rejected packet is read instead of the parts; without a skeleton there is no packet", async () => {
         const store = await makeStore();
         await store.apply(G, "mur_rej", 0, new Map([["w:t:0", 3n]]), []);

@@ -18,7 +18,7 @@ import { compareBytes } from "../../core/byte-order.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS } from "../../core/projection-limits.js";
 import { SKELETON_SEPARATOR } from "../../core/packet-parts.js";
 import { expandTokens } from "../../core/compact-json.js";
-import type { PartOp } from "../../fold/delta.js";
+import { opRuns, type PartOp } from "../../fold/delta.js";
 import { StaleVersionError, StateLostError, type IdentityStore, type StoredIdentity } from "../../fold/identity-store.js";
 import { META_FIELDS, type IdentityPart } from "../../fold/keys.js";
 
@@ -91,7 +91,7 @@ function runOp(keys: Keys, op: PartOp): void {
       keys.delete(op.part);
       return;
     default:
-      throw new Error(`mufold_apply_v1: unknown op ${String((op as PartOp).op)}`);
+      throw new Error(`unknown op ${String((op as PartOp).op)}`);
   }
 }
 
@@ -154,6 +154,7 @@ export class MemoryIdentityStore implements IdentityStore {
   }
 
   async apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: readonly PartOp[]): Promise<number> {
+    const runs = opRuns(ops); // ops that do not commute are refused before anything is written, as by the Redis store
     const key = `${generation}:${identity}`;
     const keys = this.keys(generation, identity);
     // Versions compare as the strings Redis holds, as in the Lua.
@@ -165,7 +166,7 @@ export class MemoryIdentityStore implements IdentityStore {
     this.identities.set(key, keys);
     try {
       for (const [field, offset] of watermarks) hset(keys, "m", field, offset.toString());
-      for (const op of ops) runOp(keys, op);
+      for (const run of runs) for (const op of run.ops) runOp(keys, op);
       hset(keys, "m", META_FIELDS.version, String(version));
     } finally {
       if (keys.size === 0) this.identities.delete(key);

@@ -103,13 +103,13 @@ export const CONTROL_PAUSE_LOST = -5;
 export const CONTROL_ROLLED_BACK = -6;
 export const CONTROL_PROMOTE_BEHIND = -7;
 
-/** Map a `mufold_apply_v1` reply to the new version or an error. */
+/** Map a `mufold_apply_v2` reply to the new version or an error. */
 export function applyResult(identity: string, reply: unknown): number {
   const [code, version] = reply as [number, number];
   if (code === APPLY_OK) return version;
   if (code === APPLY_STALE) throw new StaleVersionError(identity, version);
   if (code === APPLY_STATE_LOST) throw new StateLostError(`identity ${identity} had state that Redis no longer holds`);
-  throw new MufoldError(`mufold_apply_v1 returned unknown code ${String(code)}`);
+  throw new MufoldError(`mufold_apply_v2 returned unknown code ${String(code)}`);
 }
 
 /** Map a control function's code; `what` says which generation and partition it concerned. */

@@ -12,7 +12,7 @@ import { withHeader } from "./lua-header.js";
 export const LIBRARY_NAME = "mufold_v1";
 export const CONTROL_LIBRARY_NAME = "mufold_control_v1";
 export const READ_FUNCTION = "mufold_read_v1";
-export const APPLY_FUNCTION = "mufold_apply_v1";
+export const APPLY_FUNCTION = "mufold_apply_v2";
 /** The control library's functions (mufold_control_v1.lua lists their arguments and codes). */
 export const CONTROL_FUNCTIONS = {
   state: "mufold_state_v1",

@@ -11,7 +11,7 @@
  * Whatever walks the keyspace (`scanKeys`, `dropPrefix`) walks every master.
  */
 import type { Cluster, Redis } from "ioredis";
-import type { PartOp } from "../../fold/delta.js";
+import { opRuns, type PartOp } from "../../fold/delta.js";
 import { CONTROL_FIELDS, INDEX_KEY_PATTERN, acksKey, changesKey, controlKey, generationOfIndexKey, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
 import type { IdentityStore, StoredIdentity } from "../../fold/identity-store.js";
 import { assertFcallRouting, isCluster, masterNodes } from "./connect.js";
@@ -28,6 +28,9 @@ export interface Control {
   /** The live generation's reducer version (null without a live generation). */
   reducerVersion: string | null;
 }
+
+/** mufold_apply_v2's opcodes (mufold_v1.lua). */
+const OPCODES: Record<PartOp["op"], string> = { HSET: "H", HDEL: "D", ZADD: "Z", ZREM: "R", DEL: "X" };
 
 export class RedisStore implements IdentityStore {
   constructor(
@@ -62,7 +65,15 @@ export class RedisStore implements IdentityStore {
   async apply(generation: number, identity: string, expectedVersion: number, watermarks: Map<string, bigint>, ops: readonly PartOp[]): Promise<number> {
     const args: (string | number)[] = [String(expectedVersion), watermarks.size];
     for (const [field, offset] of watermarks) args.push(field, offset.toString());
-    for (const op of ops) args.push(op.op, partIndex(op.part) + 1, op.field, op.value);
+    // mufold_apply_v2: a program of runs (one command each), then only the operands.
+    const at = args.push("") - 1;
+    let program = "";
+    for (const run of opRuns(ops)) {
+      program += `${program === "" ? "" : " "}${OPCODES[run.op]}${partIndex(run.part) + 1}*${run.ops.length}`;
+      if (run.op === "HSET") for (const op of run.ops) args.push(op.field, op.value);
+      else if (run.op !== "DEL") for (const op of run.ops) args.push(op.field);
+    }
+    args[at] = program;
     const keys = this.keys(generation, identity);
     const reply = await this.fcall("FCALL", APPLY_FUNCTION, keys, args);
     return applyResult(identity, reply);

@@ -30,6 +30,26 @@ mufold_apply_v1
      1  applied; version is the new version
     -1  stale: the stored version differs; version is the stored one
     -2  state lost: a version was expected but the identity has no meta
+  (Kept for folds of the previous release still running during an upgrade;
+  this release calls mufold_apply_v2.)
+
+mufold_apply_v2
+  The same apply with far fewer arguments and calls: an op of v1 took four
+  arguments and one redis.call; here a run of ops with one opcode on one key
+  takes only its operands and one call.
+  ARGV[1]  expected version ("0" when the identity is new)
+  ARGV[2]  k, the number of watermark pairs that follow
+  ARGV[3 .. 2+2k]  field, offset pairs ("w:<topic>:<partition>", offset)
+  ARGV[3+2k]  the program: runs separated by single spaces, each
+    <opcode><key index 1..10>*<ops in the run>, e.g. "Z6*2 H5*2 H1*1"
+    opcodes and the operands each op takes from the arguments that follow:
+      H  HSET field value     D  HDEL field      Z  ZADD member (score 0)
+      R  ZREM member          X  DEL (none; a run of one)
+  then the operands, in program order.
+  The ops of one call must commute (the fold never writes one field twice
+  in a call, nor anything else into a key it deletes): a run is one command.
+  Returns as mufold_apply_v1. A malformed program, or operands that do not
+  match it, is an error reply checked before anything is written.
 ]]
 
 -- @mufold:generated-header
@@ -111,21 +131,27 @@ local function read(keys, args)
   }))
 end
 
-local function apply(keys, args)
+-- What both applies start with: the version check, then the watermarks. Returns the index of the first
+-- argument after the watermarks and the new version, or nil and the reply that refuses the call.
+local function begin(keys, args, k)
   local expected = args[1]
   local current = redis.call('HGET', keys[PART.m], META.version)
   if not current then
-    if expected ~= '0' then return {-2, 0} end
+    if expected ~= '0' then return nil, {-2, 0} end
     current = '0'
   end
-  if current ~= expected then return {-1, tonumber(current)} end
-  local version = tonumber(current) + 1
-  local k = tonumber(args[2])
+  if current ~= expected then return nil, {-1, tonumber(current)} end
   local i = 3
   for _ = 1, k do
     redis.call('HSET', keys[PART.m], args[i], args[i + 1])
     i = i + 2
   end
+  return i, tonumber(current) + 1
+end
+
+local function apply(keys, args)
+  local i, version = begin(keys, args, tonumber(args[2]))
+  if not i then return version end
   while i <= #args do
     local op, key, field, value = args[i], keys[tonumber(args[i + 1])], args[i + 2], args[i + 3]
     if op == 'HSET' then redis.call('HSET', key, field, value)
@@ -140,5 +166,61 @@ local function apply(keys, args)
   return {1, version}
 end
 
+-- Operands each op of mufold_apply_v2 takes, by opcode.
+local OPERANDS = {H = 2, D = 1, Z = 1, R = 1, X = 0}
+
+-- The runs of a program ("H5*2 Z6*2"), each {opcode, key index, ops}, or nil when it is malformed.
+local function runs_of(program, nkeys)
+  local out, at = {}, 1
+  while at <= #program do
+    local _, last, op, index, n = string.find(program, '^(%u)([1-9]%d*)%*([1-9]%d*)', at)
+    if not last then return nil end
+    index, n = tonumber(index), tonumber(n)
+    if not OPERANDS[op] or index > nkeys or (op == 'X' and n ~= 1) then return nil end
+    out[#out + 1] = {op, index, n}
+    at = last + 1
+    if at <= #program then
+      if string.sub(program, at, at) ~= ' ' or at == #program then return nil end
+      at = at + 1
+    end
+  end
+  return out
+end
+
+local function apply_v2(keys, args)
+  local k = tonumber(args[2])
+  local runs = k and args[3 + 2 * k] and runs_of(args[3 + 2 * k], #keys)
+  if not runs then return redis.error_reply('mufold_apply_v2: malformed arguments') end
+  -- The program is checked against its operands before the first write (an error reply undoes nothing).
+  local operands = 0
+  for _, run in ipairs(runs) do operands = operands + OPERANDS[run[1]] * run[3] end
+  if 3 + 2 * k + operands ~= #args then
+    return redis.error_reply('mufold_apply_v2: the program takes ' .. operands .. ' operands, got ' .. (#args - 3 - 2 * k))
+  end
+  local i, version = begin(keys, args, k)
+  if not i then return version end
+  i = i + 1
+  for _, run in ipairs(runs) do
+    local op, key, n = run[1], keys[run[2]], run[3]
+    if op == 'H' then
+      redis.call('HSET', key, unpack(args, i, i + 2 * n - 1))
+      i = i + 2 * n
+    elseif op == 'Z' then
+      local scored = {}
+      for j = 0, n - 1 do scored[2 * j + 1] = 0; scored[2 * j + 2] = args[i + j] end
+      redis.call('ZADD', key, unpack(scored))
+      i = i + n
+    elseif op == 'X' then
+      redis.call('DEL', key)
+    else
+      redis.call(op == 'D' and 'HDEL' or 'ZREM', key, unpack(args, i, i + n - 1))
+      i = i + n
+    end
+  end
+  redis.call('HSET', keys[PART.m], META.version, version)
+  return {1, version}
+end
+
 redis.register_function{function_name = 'mufold_read_v1', callback = read, flags = {'no-writes'}}
 redis.register_function{function_name = 'mufold_apply_v1', callback = apply}
+redis.register_function{function_name = 'mufold_apply_v2', callback = apply_v2}

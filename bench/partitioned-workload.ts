@@ -1,0 +1,28 @@
+/**
+ * The pipeline bench's workload (~2,000 identities, 10% retries, 1% changed
+ * judgments) as Kafka records split over 12 partitions by key, as the producer
+ * would place them (any stable split will do), for benches that run the fold
+ * engine without a broker.
+ */
+import { createHash } from "node:crypto";
+import type { SourceRecord } from "../src/fold/dead-letter.js";
+import { observationMessage } from "../producers/observation-message.js";
+import { simulate } from "../producers/simulation.js";
+
+export const PARTITIONS = 12;
+
+/** Per partition, its records in offset order. */
+export function partitionedWorkload(records: number): SourceRecord[][] {
+  const byPartition = Array.from({ length: PARTITIONS }, () => [] as SourceRecord[]);
+  for (const d of [...simulate({ agents: 500, observationsPerAgent: Math.ceil(records / 500), snapshotEvery: 50, duplicateRate: 0.1, conflictRate: 0.01, seed: 1 })].slice(0, records)) {
+    const m = observationMessage(d.observation);
+    const p = createHash("md5").update(m.key as string).digest()[0]! % PARTITIONS;
+    byPartition[p]!.push({ topic: "t", partition: p, offset: String(byPartition[p]!.length), key: Buffer.from(m.key as string), value: Buffer.from(m.value as string), headers: {} });
+  }
+  return byPartition;
+}
+
+/** Each partition's records cut into batches of `size`, partition after partition. */
+export function batchesOf(byPartition: SourceRecord[][], size: number): SourceRecord[][] {
+  return byPartition.flatMap((list) => Array.from({ length: Math.ceil(list.length / size) }, (_, i) => list.slice(i * size, (i + 1) * size)));
+}
