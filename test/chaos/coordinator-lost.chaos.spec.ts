@@ -8,13 +8,12 @@
  * consumer joins once the broker answers again, and it reads the topic.
  * Runs in the chaos tier: it freezes the shared broker.
  */
-import { readFileSync } from "node:fs";
 import kafkajs, { type Kafka } from "kafkajs";
 import { afterAll, describe, expect, it } from "vitest";
 import { GroupConsumer } from "../../src/adapters/kafka/consumer.js";
 import { createKafka, kafkaConfig } from "../../src/adapters/kafka/client.js";
 import { ensureTopics } from "../../src/adapters/kafka/topics.js";
-import { REPO_ROOT } from "../support/reference.js";
+import { servicePid } from "../support/services/pidfiles.js";
 import { dropPrefix, testSettings } from "../support/pipeline.js";
 import { until } from "../support/wait.js";
 
@@ -22,7 +21,7 @@ const { Kafka: KafkaClass } = kafkajs;
 const settings = testSettings({ partitions: 1 });
 afterAll(() => dropPrefix(settings));
 
-const kafkaPid = () => Number(readFileSync(`${REPO_ROOT}/.cache/run/kafka/kafka.pid`, "utf8").trim());
+const kafkaPid = () => servicePid("kafka");
 
 describe("a broker that stops answering while a consumer joins", () => {
   it("KafkaJSGroupCoordinatorNotFound is ridden out: the consumer is started again and reads the topic", async () => {

@@ -5,7 +5,6 @@
  * Runs in the chaos tier: it stops the shared broker and Redis.
  */
 import { until } from "../support/wait.js";
-import { readFileSync } from "node:fs";
 import { execFileSync, type ChildProcess } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
 import { createKafka } from "../../src/adapters/kafka/client.js";
@@ -15,6 +14,7 @@ import { observationMessage } from "../../producers/observation-message.js";
 import { simulate } from "../../producers/simulation.js";
 import type { Observation } from "../../src/core/index.js";
 import { REPO_ROOT } from "../support/reference.js";
+import { servicePid } from "../support/services/pidfiles.js";
 import { ensureSetup } from "../../src/adapters/redis/functions.js";
 import { comparePackets, dropPrefix, expectedPackets, readAllPackets, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
 
@@ -22,7 +22,7 @@ const settings = testSettings({ partitions: 4 });
 afterAll(() => dropPrefix(settings));
 
 const infra = (script: string) => execFileSync("bash", [`${REPO_ROOT}/infra/${script}`], { stdio: ["ignore", "ignore", "inherit"] });
-const redisPid = () => Number(readFileSync(`${REPO_ROOT}/.cache/run/redis/redis.pid`, "utf8").trim());
+const redisPid = () => servicePid("redis");
 
 
 async function committed(): Promise<number> {
