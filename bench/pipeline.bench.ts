@@ -12,7 +12,10 @@
  *
  *   npx tsx bench/pipeline.bench.ts [--records 100000] [--latency-rate 2000,5000] [--latency-seconds 10]
  *       [--memory-identities 10000,100000] [--cache-size 10000] [--plan-samples 200] [--core-repeat 30]
- *       [--skip-core] [--json FILE]
+ *       [--steps fold,e2e,latency,memory,plan,core] [--skip-core] [--json FILE]
+ *
+ * --steps runs only the named steps (default: all; --skip-core drops `core`): fold is 1 + 4 + 6, e2e 2,
+ * latency 3, memory 5, plan 7, core 8. The JSON's keys of a step not run are null.
  *
  * --json FILE writes every measurement as one JSON object (the issue 10 keys; null
  * for what this run could not measure), and the pictures drawn from it
@@ -42,6 +45,8 @@ import { simulate } from "../producers/simulation.js";
 import { nodeFlagsInEffect, runUnderMufoldFlags } from "./mufold-flags.js";
 import { measurePlan } from "./plan.bench.js";
 import { writeBenchmarkCharts } from "./render-charts.js";
+import { processCpuSeconds, redisCpuSeconds, startThreadSplit, type ThreadSplit } from "./cpu-split.js";
+import { servicePid } from "../test/support/services/pidfiles.js";
 import { waitForMembers } from "../test/support/group-members.js";
 import { dropPrefix, quietLog, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../test/support/pipeline.js";
 
@@ -59,10 +64,16 @@ const { values } = parseArgs({
     "plan-samples": { type: "string", default: "200" },
     "core-repeat": { type: "string", default: "30" },
     "skip-core": { type: "boolean", default: false },
+    steps: { type: "string", default: "fold,e2e,latency,memory,plan,core" },
     json: { type: "string" },
   },
 });
 const RECORDS = Number(values.records);
+const STEPS = ["fold", "e2e", "latency", "memory", "plan", "core"] as const;
+const steps = new Set(String(values.steps).split(",").map((x) => x.trim()));
+for (const step of steps) if (!(STEPS as readonly string[]).includes(step)) throw new Error(`--steps: unknown step ${step} (the steps: ${STEPS.join(",")})`);
+if (values["skip-core"]) steps.delete("core");
+const run = (step: (typeof STEPS)[number]) => steps.has(step);
 const startedAt = Date.now();
 /** The JSON result: issue 10's keys (null = not measured in this run), plus the raw points behind them. */
 const result: Record<string, unknown> = {
@@ -73,6 +84,15 @@ const result: Record<string, unknown> = {
   node: process.version,
   node_flags: nodeFlagsInEffect(),
   records: RECORDS,
+  steps: STEPS.filter(run),
+  // Issue 10's keys, null until (and unless) the step that measures them runs.
+  ...Object.fromEntries(
+    [
+      "fold_records_per_s", "raw_kafkajs_records_per_s", "fold_over_raw", "worker_cpu_us_per_record", "e2e_obs_per_s", "latency_p99_ms_at_2000",
+      "latency_p99_ms_at_5000", "replay_over_live", "replay_2_workers_over_1", "rss_mib_at_10k_identities", "rss_mib_at_300k_identities",
+      "redis_bytes_per_delivery", "plan_us_per_delivery_n10", "plan_us_per_delivery_n1000", "core_over_reference_300", "core_over_reference_1000",
+    ].map((key) => [key, null]),
+  ),
 };
 const round = (x: number, digits = 2) => Number(x.toFixed(digits));
 const rows: string[][] = [];
@@ -122,16 +142,35 @@ function kcat(settings: Settings): number {
   return (Date.now() - t0) / 1000;
 }
 
-/** One in-process FoldWorker over the whole topic: wall seconds and this process's CPU (user + system) meanwhile. */
-async function foldOnce(settings: Settings): Promise<{ seconds: number; cpuUs: number }> {
+/**
+ * One in-process FoldWorker over the whole topic: wall seconds, this process's CPU (user + system) meanwhile, its
+ * split between the main thread and the others (cpu-split.ts), and the CPU Redis and the broker spent meanwhile.
+ */
+async function foldOnce(settings: Settings): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; redisUs: number; brokerUs: number | null }> {
+  const broker = brokerPid();
+  const redis0 = await redisCpuSeconds(settings.redisUrl);
+  const broker0 = broker === null ? null : processCpuSeconds(broker);
   const t0 = Date.now();
   const cpu0 = process.cpuUsage();
+  const split = startThreadSplit();
   const worker = await FoldWorker.start(settings, quietLog);
   await waitCaughtUp(settings, 1_800_000);
   const cpu = process.cpuUsage(cpu0);
+  const threads = split.stop(RECORDS);
   const seconds = (Date.now() - t0) / 1000;
+  const broker1 = broker === null ? null : processCpuSeconds(broker);
+  const redisUs = ((await redisCpuSeconds(settings.redisUrl)) - redis0) * 1e6 / RECORDS;
   await worker.stop();
-  return { seconds, cpuUs: cpu.user + cpu.system };
+  return { seconds, cpuUs: cpu.user + cpu.system, split: threads, redisUs, brokerUs: broker0 === null || broker1 === null ? null : ((broker1 - broker0) * 1e6) / RECORDS };
+}
+
+/** The pid of the broker `infra/` started (its pid file), or null for a broker of somebody else's. */
+function brokerPid(): number | null {
+  try {
+    return servicePid("kafka");
+  } catch {
+    return null;
+  }
 }
 
 /** Identities in the live generation's index (generation numbers are not 1 any more: read the control hash). */
@@ -177,7 +216,7 @@ async function redisMemory(redisUrl: string): Promise<number> {
 await ensureSetup(testSettings());
 
 // 1 + 4 + 6: one topic, consumed four ways.
-{
+if (run("fold")) {
   const settings = { ...testSettings(), partitions: 12 };
   const messages = workload(RECORDS, 500, 50, 1); // ~500 x (RECORDS/500/50) identities
   const produceSeconds = await produceAll(settings, messages);
@@ -186,7 +225,7 @@ await ensureSetup(testSettings());
   const kc = kcat(settings);
   const memBefore = await redisMemory(settings.redisUrl);
   const netBefore = await redisNetInput(settings.redisUrl);
-  const { seconds: fold, cpuUs } = await foldOnce(settings);
+  const { seconds: fold, cpuUs, split, redisUs, brokerUs } = await foldOnce(settings);
   const netAfter = await redisNetInput(settings.redisUrl);
   const memAfter = await redisMemory(settings.redisUrl);
   const replay1 = await verifiedReplay(settings, 1);
@@ -203,6 +242,8 @@ await ensureSetup(testSettings());
   out("Redis memory per delivery", Math.round((memAfter - memBefore) / RECORDS), "bytes");
   out("Redis memory per identity", Math.round((memAfter - memBefore) / identities), `bytes (${identities} identities)`);
   out("worker CPU per record (in-process fold, user + system)", Math.round(cpuUs / RECORDS), "µs");
+  out("  of which its main thread / its other threads (V8's collector and compiler, libuv) / main-thread GC pauses", split === null ? "not measured (no /proc)" : `${split.mainUs.toFixed(1)} / ${split.otherUs.toFixed(1)} / ${split.gcPauseUs.toFixed(1)}`, "µs");
+  out("Redis CPU per record during the fold / the broker's", `${redisUs.toFixed(1)} / ${brokerUs === null ? "not measured" : brokerUs.toFixed(1)}`, "µs");
   out("Redis input bytes per delivery (total_net_input_bytes, whole server)", Math.round((netAfter - netBefore) / RECORDS), "bytes");
   Object.assign(result, {
     produce_records_per_s: Math.round(RECORDS / produceSeconds),
@@ -212,6 +253,11 @@ await ensureSetup(testSettings());
     fold_over_raw: round(raw / fold, 3),
     worker_cpu_us_per_record: Math.round(cpuUs / RECORDS),
     worker_cpu_cores_during_fold: round(cpuUs / 1e6 / fold),
+    worker_main_thread_us_per_record: split === null ? null : round(split.mainUs, 1),
+    worker_other_threads_us_per_record: split === null ? null : round(split.otherUs, 1),
+    worker_gc_pause_us_per_record: split === null ? null : round(split.gcPauseUs, 1),
+    redis_cpu_us_per_record_during_fold: round(redisUs, 1),
+    broker_cpu_us_per_record_during_fold: brokerUs === null ? null : round(brokerUs, 1),
     replay_records_per_s: replay1,
     replay_over_live: round(replay1 / (RECORDS / fold), 3),
     replay_2_workers_records_per_s: replay2,
@@ -226,7 +272,7 @@ await ensureSetup(testSettings());
 }
 
 // 2: end to end, two worker processes, producing at full speed while they fold.
-{
+if (run("e2e")) {
   const settings = { ...testSettings(), partitions: 12 };
   const messages = workload(RECORDS, 500, 50, 2);
   const admin = createKafka({ brokers: settings.brokers, clientId: "bench" }).admin();
@@ -249,7 +295,7 @@ await ensureSetup(testSettings());
 const LATENCY_PERCENTILES = [50, 75, 90, 95, 99, 99.9];
 const latencyPercentiles: Record<string, Record<string, number>> = {};
 result.latency_percentiles_ms_by_rate = latencyPercentiles;
-for (const rate of String(values["latency-rate"]).split(",").map(Number)) {
+for (const rate of run("latency") ? String(values["latency-rate"]).split(",").map(Number) : []) {
   const seconds = Number(values["latency-seconds"]);
   const settings = { ...testSettings(), partitions: 12 };
   const messages = workload(rate * seconds, 500, 50, 3);
@@ -329,7 +375,7 @@ for (const rate of String(values["latency-rate"]).split(",").map(Number)) {
 const rssByIdentities: Record<string, number | null> = {};
 const rssPeakByIdentities: Record<string, number | null> = {};
 const rssOf = (pid: number): number => Number(execFileSync("ps", ["-o", "rss=", "-p", String(pid)]).toString().trim()) * 1024;
-for (const n of String(values["memory-identities"]).split(",").map(Number)) {
+for (const n of run("memory") ? String(values["memory-identities"]).split(",").map(Number) : []) {
   const settings = { ...testSettings(), partitions: 12 };
   const messages = workload(n, n, 1, 5); // one observation per agent: n identities
   await produceAll(settings, messages);
@@ -369,7 +415,7 @@ result.rss_mib_at_10k_identities = rssByIdentities["10000"] ?? null;
 result.rss_mib_at_300k_identities = rssByIdentities["300000"] ?? null;
 
 // 7: IdentityModel.plan for one new delivery, pure and in process.
-{
+if (run("plan")) {
   const samples = Number(values["plan-samples"]);
   for (const n of [10, 1000]) {
     const r = measurePlan(n, samples);
@@ -382,7 +428,7 @@ result.rss_mib_at_300k_identities = rssByIdentities["300000"] ?? null;
 // 8: core vs the Python reference: bench/core.bench.ts in its own process, its ratios parsed from its table.
 result.core_over_reference_300 = null;
 result.core_over_reference_1000 = null;
-if (!values["skip-core"]) {
+if (run("core")) {
   const repeat = String(values["core-repeat"]);
   const table = execFileSync("npx", ["tsx", "bench/core.bench.ts", "--repeat", repeat], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 1 << 24 });
   const ratio = (deliveries: string) => {

@@ -1,0 +1,80 @@
+/**
+ * Where a process's CPU goes, for the pipeline bench's in-process fold: its
+ * main thread (the fold's JavaScript and V8's stop-the-world pauses) apart
+ * from its other threads (V8's platform workers: parallel scavenging,
+ * concurrent marking and sweeping, background compilation; libuv's pool:
+ * zstd), the main thread's garbage-collection pauses, and the CPU the broker
+ * and Redis spent meanwhile. Thread times come from /proc (Linux): elsewhere
+ * they are null, never a guess.
+ */
+import { readFileSync } from "node:fs";
+import { PerformanceObserver } from "node:perf_hooks";
+import { Redis } from "ioredis";
+
+/** Clock ticks per second of /proc's utime and stime (USER_HZ: 100 on Linux). */
+const USER_HZ = 100;
+
+/** utime + stime of a /proc stat line, in seconds (the fields after the command's closing parenthesis). */
+function statSeconds(path: string): number {
+  const text = readFileSync(path, "utf8");
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+}
+
+/** CPU seconds of a process (all its threads), or null when /proc cannot tell. */
+export function processCpuSeconds(pid: number): number | null {
+  try {
+    return statSeconds(`/proc/${pid}/stat`);
+  } catch {
+    return null;
+  }
+}
+
+/** CPU seconds of this process's main thread and of all its threads together (ended ones included), or null off Linux. */
+function ownThreads(): { main: number; all: number } | null {
+  try {
+    return { main: statSeconds(`/proc/self/task/${process.pid}/stat`), all: statSeconds("/proc/self/stat") };
+  } catch {
+    return null;
+  }
+}
+
+/** used_cpu_user + used_cpu_sys of a Redis server, in seconds. */
+export async function redisCpuSeconds(url: string): Promise<number> {
+  const r = new Redis(url);
+  try {
+    const info = await r.info("cpu");
+    return Number(/used_cpu_user:([\d.]+)/.exec(info)![1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)![1]);
+  } finally {
+    await r.quit();
+  }
+}
+
+export interface ThreadSplit {
+  /** µs per record on the main thread. */
+  mainUs: number;
+  /** µs per record on every other thread of the process. */
+  otherUs: number;
+  /** µs per record of main-thread garbage-collection pauses (scavenges and the pauses of full collections). */
+  gcPauseUs: number;
+}
+
+/** Start measuring this process; `stop(records)` gives the split per record (null off Linux). */
+export function startThreadSplit(): { stop(records: number): ThreadSplit | null } {
+  const before = ownThreads();
+  let gcMs = 0;
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) gcMs += entry.duration;
+  });
+  observer.observe({ entryTypes: ["gc"] });
+  return {
+    stop(records: number): ThreadSplit | null {
+      observer.disconnect();
+      const after = ownThreads();
+      if (before === null || after === null) return null;
+      const main = after.main - before.main;
+      const all = after.all - before.all;
+      return { mainUs: (main * 1e6) / records, otherUs: ((all - main) * 1e6) / records, gcPauseUs: (gcMs * 1e3) / records };
+    },
+  };
+}
