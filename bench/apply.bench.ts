@@ -21,6 +21,7 @@ import type { PartOp } from "../src/fold/delta.js";
 import { IdentityModel } from "../src/fold/identity-model.js";
 import { identityKeys, partIndex } from "../src/fold/keys.js";
 import { runUnderMufoldFlags } from "./mufold-flags.js";
+import { redisCpuSeconds } from "./redis-info.js";
 import { batchesOf, partitionedWorkload } from "./partitioned-workload.js";
 
 await runUnderMufoldFlags();
@@ -59,10 +60,7 @@ function v1Args(c: Call): (string | number)[] {
 
 const redis = new Redis(settings.redisUrl);
 await ensureSetup(settings);
-const serverCpuSeconds = async () => {
-  const info = await redis.info("cpu");
-  return Number(/used_cpu_user:([\d.]+)/.exec(info)![1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)![1]);
-};
+const serverCpuSeconds = () => redisCpuSeconds(redis);
 const prefix = `mufold-bench-apply:${process.pid}`;
 const layouts = {
   v1: (c: Call, generation: number) => {

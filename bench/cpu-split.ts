@@ -3,13 +3,12 @@
  * main thread (the fold's JavaScript and V8's stop-the-world pauses) apart
  * from its other threads (V8's platform workers: parallel scavenging,
  * concurrent marking and sweeping, background compilation; libuv's pool:
- * zstd), the main thread's garbage-collection pauses, and the CPU the broker
- * and Redis spent meanwhile. Thread times come from /proc (Linux): elsewhere
+ * zstd), the main thread's garbage-collection pauses, and the CPU of another
+ * process (the broker) meanwhile. Thread times come from /proc (Linux): elsewhere
  * they are null, never a guess.
  */
 import { readFileSync } from "node:fs";
 import { PerformanceObserver } from "node:perf_hooks";
-import { Redis } from "ioredis";
 
 /** Clock ticks per second of /proc's utime and stime (USER_HZ: 100 on Linux). */
 const USER_HZ = 100;
@@ -36,17 +35,6 @@ function ownThreads(): { main: number; all: number } | null {
     return { main: statSeconds(`/proc/self/task/${process.pid}/stat`), all: statSeconds("/proc/self/stat") };
   } catch {
     return null;
-  }
-}
-
-/** used_cpu_user + used_cpu_sys of a Redis server, in seconds. */
-export async function redisCpuSeconds(url: string): Promise<number> {
-  const r = new Redis(url);
-  try {
-    const info = await r.info("cpu");
-    return Number(/used_cpu_user:([\d.]+)/.exec(info)![1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)![1]);
-  } finally {
-    await r.quit();
   }
 }
 

@@ -45,7 +45,8 @@ import { simulate } from "../producers/simulation.js";
 import { nodeFlagsInEffect, runUnderMufoldFlags } from "./mufold-flags.js";
 import { measurePlan } from "./plan.bench.js";
 import { writeBenchmarkCharts } from "./render-charts.js";
-import { processCpuSeconds, redisCpuSeconds, startThreadSplit, type ThreadSplit } from "./cpu-split.js";
+import { processCpuSeconds, startThreadSplit, type ThreadSplit } from "./cpu-split.js";
+import { infoNumber, redisCpuSeconds, redisInfo } from "./redis-info.js";
 import { servicePid } from "../test/support/services/pidfiles.js";
 import { waitForMembers } from "../test/support/group-members.js";
 import { dropPrefix, quietLog, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../test/support/pipeline.js";
@@ -199,17 +200,11 @@ async function verifiedReplay(settings: Settings, workers: number): Promise<numb
 }
 
 async function redisNetInput(redisUrl: string): Promise<number> {
-  const r = new Redis(redisUrl);
-  const info = await r.info("stats");
-  await r.quit();
-  return Number(/total_net_input_bytes:(\d+)/.exec(info)![1]);
+  return infoNumber(await redisInfo(redisUrl, "stats"), "total_net_input_bytes");
 }
 
 async function redisMemory(redisUrl: string): Promise<number> {
-  const r = new Redis(redisUrl);
-  const info = await r.info("memory");
-  await r.quit();
-  return Number(/used_memory:(\d+)/.exec(info)![1]);
+  return infoNumber(await redisInfo(redisUrl, "memory"), "used_memory");
 }
 
 // As `mufold setup` would (once, on the benchmarks' Redis): the folds and the replay only check for the functions.
@@ -426,8 +421,6 @@ if (run("plan")) {
 }
 
 // 8: core vs the Python reference: bench/core.bench.ts in its own process, its ratios parsed from its table.
-result.core_over_reference_300 = null;
-result.core_over_reference_1000 = null;
 if (run("core")) {
   const repeat = String(values["core-repeat"]);
   const table = execFileSync("npx", ["tsx", "bench/core.bench.ts", "--repeat", repeat], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 1 << 24 });
