@@ -22,7 +22,9 @@
  * (bench/render-charts.ts: bench-*.svg in FILE's folder). Run `npm run build`
  * first: the spawned workers run bin/mufold.js from dist/.
  *
- * Needs KAFKA_BROKERS / REDIS_URL (defaults 127.0.0.1) and kcat on PATH.
+ * Needs KAFKA_BROKERS / REDIS_URL (defaults 127.0.0.1). The fold step's kcat comes from
+ * scripts/setup-foreign.sh, run first as the foreign-client tests run it (it installs kcat with apt-get when
+ * missing, or says what to install).
  */
 import { execFileSync } from "node:child_process";
 import kafkajs from "kafkajs";
@@ -48,6 +50,7 @@ import { writeBenchmarkCharts } from "./render-charts.js";
 import { processCpuSeconds, startThreadSplit, type ThreadSplit } from "./cpu-split.js";
 import { infoNumber, redisCpuSeconds, redisInfo } from "./redis-info.js";
 import { servicePid } from "../test/support/services/pidfiles.js";
+import { ensureForeignClients } from "../test/support/foreign/foreign.js";
 import { waitForMembers } from "../test/support/group-members.js";
 import { dropPrefix, quietLog, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../test/support/pipeline.js";
 
@@ -75,6 +78,8 @@ const steps = new Set(String(values.steps).split(",").map((x) => x.trim()));
 for (const step of steps) if (!(STEPS as readonly string[]).includes(step)) throw new Error(`--steps: unknown step ${step} (the steps: ${STEPS.join(",")})`);
 if (values["skip-core"]) steps.delete("core");
 const run = (step: (typeof STEPS)[number]) => steps.has(step);
+// Before anything is produced: a machine without kcat gets it installed, or a message saying how, not a spawn error.
+const kcatPath = run("fold") ? ensureForeignClients().kcat : "";
 const startedAt = Date.now();
 /** The JSON result: issue 10's keys (null = not measured in this run), plus the raw points behind them. */
 const result: Record<string, unknown> = {
@@ -137,9 +142,9 @@ async function rawKafkajs(settings: Settings, total: number): Promise<number> {
   return seconds;
 }
 
-function kcat(settings: Settings): number {
+function kcat(settings: Settings, path: string): number {
   const t0 = Date.now();
-  execFileSync("kcat", ["-C", "-b", settings.brokers.join(","), "-t", settings.topic, "-o", "beginning", "-e", "-q", "-f", "%k %s\n"], { stdio: ["ignore", "ignore", "inherit"], maxBuffer: 1 << 30 });
+  execFileSync(path, ["-C", "-b", settings.brokers.join(","), "-t", settings.topic, "-o", "beginning", "-e", "-q", "-f", "%k %s\n"], { stdio: ["ignore", "ignore", "inherit"], maxBuffer: 1 << 30 });
   return (Date.now() - t0) / 1000;
 }
 
@@ -217,7 +222,7 @@ if (run("fold")) {
   const produceSeconds = await produceAll(settings, messages);
   out("produce (one producer, idempotent, acks=all, zstd)", Math.round(RECORDS / produceSeconds), "observations/s");
   const raw = await rawKafkajs(settings, RECORDS);
-  const kc = kcat(settings);
+  const kc = kcat(settings, kcatPath);
   const memBefore = await redisMemory(settings.redisUrl);
   const netBefore = await redisNetInput(settings.redisUrl);
   const { seconds: fold, cpuUs, split, redisUs, brokerUs } = await foldOnce(settings);
