@@ -8,6 +8,10 @@
  *
  * The content digest is a sum (mod 2^256) of one sha256 per stored part, so a
  * change costs the hashes of the parts it changed, not of the whole packet.
+ * Those element hashes also say whether a part's bytes changed, so once the
+ * store holds a flush's fragments the caller may `release` them: a cached
+ * identity then keeps each subject and history entry as its order member,
+ * proposal and hash, not as a second copy of bytes Redis already has.
  */
 import { hash } from "node:crypto";
 import { compareBytes } from "./byte-order.js";
@@ -41,6 +45,12 @@ import { FactorList } from "./subject.js";
 export interface PartChange<T> {
   before: T | undefined;
   after: T | undefined;
+  /**
+   * The stored bytes differ: the element hash changed (for a subject it covers
+   * its proposal too, which its fragment's review state already implies). The
+   * writes go by this, not by comparing fragments, which `release` empties.
+   */
+  rewritten: boolean;
 }
 
 /** What one flush changed, by part. */
@@ -252,11 +262,13 @@ export class IdentityParts {
     this.sum.add(h, 1);
   }
 
-  private remove(hashes: Map<string, string>, key: string): void {
+  /** Drop a part's element hash from the sum; returns it (undefined: the part was not stored). */
+  private remove(hashes: Map<string, string>, key: string): string | undefined {
     const h = hashes.get(key);
-    if (h === undefined) return;
+    if (h === undefined) return undefined;
     hashes.delete(key);
     this.sum.add(h, -1);
+    return h;
   }
 
   /** Recompute what the folds since the last flush changed; the parts are updated in place. */
@@ -268,12 +280,11 @@ export class IdentityParts {
     if (this.isSealed) return changes;
     for (const group of this.dirtyGroups) {
       const before = parts.subjects.get(group.subjectId);
-      if (before !== undefined) {
-        this.remove(this.subjectHashes, group.subjectId);
-        if (before.conflict) this.conflictSubjects.delete(group.subjectId);
-      }
+      const beforeHash = this.remove(this.subjectHashes, group.subjectId);
+      if (before?.conflict === true) this.conflictSubjects.delete(group.subjectId);
       this.failing.delete(group.subjectId);
       let after: SubjectPart | undefined;
+      let afterHash: string | undefined;
       if (group.items.length === 0) {
         this.groups.delete(group.mapKey);
         this.levels[group.level]--;
@@ -282,25 +293,28 @@ export class IdentityParts {
         after = subjectPartOf(group, group.chronoObs, group.factors ?? undefined, group.chrono[group.chrono.length - 1]!.member); // (its `items` is the group's live list: not for computeParts' reuse)
         flatAll(after.member, after.fragment, after.latest, after.proposal);
         parts.subjects.set(group.subjectId, after);
-        this.add(this.subjectHashes, group.subjectId, partHash("s", after.member, after.fragment, after.proposal ?? ""));
+        afterHash = partHash("s", after.member, after.fragment, after.proposal ?? "");
+        this.add(this.subjectHashes, group.subjectId, afterHash);
         if (after.conflict) this.conflictSubjects.add(group.subjectId);
         if (after.recheckFailure !== null) this.failing.set(group.subjectId, group);
       }
-      changes.subjects.set(group.subjectId, { before, after });
+      changes.subjects.set(group.subjectId, { before, after, rewritten: beforeHash !== afterHash });
     }
     for (const id of this.dirtyHistory) {
       const before = parts.history.get(id);
       const entry = this.accepted.get(id);
       const after = entry?.history;
       if (before === after) continue;
-      this.remove(this.historyHashes, id);
+      const beforeHash = this.remove(this.historyHashes, id);
+      let afterHash: string | undefined;
       if (after === undefined) parts.history.delete(id);
       else {
         flatAll(after.member, after.fragment);
         parts.history.set(id, after);
-        this.add(this.historyHashes, id, partHash("h", after.member, after.fragment));
+        afterHash = partHash("h", after.member, after.fragment);
+        this.add(this.historyHashes, id, afterHash);
       }
-      changes.history.set(id, { before, after });
+      changes.history.set(id, { before, after, rewritten: beforeHash !== afterHash });
     }
     for (const id of this.dirtyConflicts) {
       const versions = this.state.byId.get(id)!;
@@ -312,7 +326,7 @@ export class IdentityParts {
       this.add(this.conflictHashes, id, partHash("c", id, after));
       parts.conflicts.set(id, after);
       parts.conflictCounts.set(id, count);
-      changes.conflicts.set(id, { before, after });
+      changes.conflicts.set(id, { before, after, rewritten: before !== after });
     }
     this.dirtyGroups.clear();
     this.dirtyHistory.clear();
@@ -338,6 +352,18 @@ export class IdentityParts {
     ));
     parts.rejected = this.rejection(accepted);
     return changes;
+  }
+
+  /**
+   * The store now holds what `changes` (this model's last flush) wrote: let go
+   * of those subject and history fragments. Their members, proposals and
+   * element hashes stay, which is all a later flush compares; a released part
+   * reads as an empty fragment. (Measured on the pipeline bench's workload:
+   * the fragments were ~40% of what a cached model keeps; docs/benchmarks.md.)
+   */
+  release(changes: PartsChanges): void {
+    for (const { after } of changes.subjects.values()) if (after !== undefined) after.fragment = "";
+    for (const { after } of changes.history.values()) if (after !== undefined) after.fragment = "";
   }
 
   /** Past the bound for good: drop everything but the delivery count (the caller deletes the stored parts). */

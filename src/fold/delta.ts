@@ -47,7 +47,7 @@ export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChan
   const latestKept = latestNeeded && prev.accepted > MAX_PROJECTION_HISTORY;
   if (latestNeeded && !latestKept) for (const [id, part] of next.subjects) ops.push(hset("hl", id, part.latest));
   if (!latestNeeded && prev.accepted > MAX_PROJECTION_HISTORY) ops.push({ op: "DEL", part: "hl", field: "", value: "" });
-  for (const [id, { before: old, after: part }] of changes.subjects) {
+  for (const [id, { before: old, after: part, rewritten }] of changes.subjects) {
     if (part === undefined) {
       if (old === undefined) continue;
       ops.push(hdel("s", id), zrem("si", old.member));
@@ -59,11 +59,11 @@ export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChan
       if (old !== undefined) ops.push(zrem("si", old.member));
       ops.push(zadd("si", part.member));
     }
-    if (old === undefined || old.fragment !== part.fragment) ops.push(hset("s", id, part.fragment));
+    if (old === undefined || rewritten) ops.push(hset("s", id, part.fragment));
     if (latestKept && (old === undefined || old.latest !== part.latest)) ops.push(hset("hl", id, part.latest));
     if ((old?.proposal ?? null) !== part.proposal) ops.push(part.proposal === null ? hdel("p", id) : hset("p", id, part.proposal));
   }
-  for (const [id, { before: old, after: part }] of changes.history) {
+  for (const [id, { before: old, after: part, rewritten }] of changes.history) {
     if (part === undefined) {
       if (old !== undefined) ops.push(hdel("h", id), zrem("hi", old.member));
       continue;
@@ -72,7 +72,7 @@ export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChan
       if (old !== undefined) ops.push(zrem("hi", old.member));
       ops.push(zadd("hi", part.member));
     }
-    if (old === undefined || old.fragment !== part.fragment) ops.push(hset("h", id, part.fragment));
+    if (old === undefined || rewritten) ops.push(hset("h", id, part.fragment));
   }
   for (const [id, { before: old, after: fragment }] of changes.conflicts) {
     if (fragment === undefined || old === fragment) continue; // a conflict never goes away

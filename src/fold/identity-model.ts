@@ -18,7 +18,7 @@ import { canonicalJson } from "../core/canonical-json.js";
 import { compactKey } from "../core/compact-json.js";
 import type { ReducerContext } from "../core/identity.js";
 import type { IdentityState } from "../core/identity-state.js";
-import { IdentityParts } from "../core/identity-parts.js";
+import { IdentityParts, type PartsChanges } from "../core/identity-parts.js";
 import type { Observation } from "../core/observation.js";
 import { MAX_PROJECTION_OBSERVATIONS } from "../core/projection-limits.js";
 import { decodeStoredState, storedRecord } from "./delivery-record.js";
@@ -59,6 +59,8 @@ export interface Plan {
   /** Applied deliveries that changed the payload of a known observation id. */
   conflicting: number;
   nextParts: PartsView;
+  /** The parts this plan rewrites (their fragments are released once committed), else null. */
+  changes: PartsChanges | null;
   /** The change this plan makes (feed on and something applied), else null. */
   change: ChangeNote | null;
   /** The stored version's change, to announce again (feed on, freshly loaded, redelivered deliveries skipped), else null. */
@@ -135,7 +137,11 @@ export class IdentityModel {
     return this.inc.state;
   }
 
-  /** The stored parts (kept up to date in place by plan). */
+  /**
+   * The stored parts (kept up to date in place by plan). Fragments are there
+   * from a plan until it is committed; after that (and after a load) a
+   * subject's or history entry's fragment is empty: the store holds it.
+   */
   get parts(): PartsView {
     return this.inc.parts;
   }
@@ -158,7 +164,7 @@ export class IdentityModel {
       return model;
     }
     model.inc.load(decodeStoredState(records, history, context), deliveries);
-    model.inc.flush();
+    model.inc.release(model.inc.flush()); // what it rebuilt is what the store holds
     return model;
   }
 
@@ -198,7 +204,7 @@ export class IdentityModel {
     // Only the first plan of a freshly loaded model can find an unannounced stored change.
     const reannounce = feed && this.unannounced && skipped > 0 && this.storedChange !== null ? decodeNote(this.storedChange, parts, this.storedDigest ?? "") : null;
     this.unannounced = false;
-    if (applied === 0) return { ops: [], watermarks, applied, skipped, conflicting, nextParts: parts, change: null, reannounce };
+    if (applied === 0) return { ops: [], watermarks, applied, skipped, conflicting, nextParts: parts, changes: null, change: null, reannounce };
     const changes = this.inc.flush();
     const sealing = !wasSealed && this.inc.sealed;
     const ops = opsForChanges(before, parts, changes, sealing);
@@ -222,12 +228,13 @@ export class IdentityModel {
       if (this.storedChange !== null) ops.push({ op: "HDEL", part: "m", field: CHANGE_FIELD, value: "" });
     }
     for (const [field, offset] of watermarks) this.watermarks.set(field, offset);
-    return { ops, watermarks, applied, skipped, conflicting, nextParts: parts, change, reannounce };
+    return { ops, watermarks, applied, skipped, conflicting, nextParts: parts, changes, change, reannounce };
   }
 
-  /** Record a successful apply (the parts were updated by plan). */
+  /** Record a successful apply (the parts were updated by plan); the fragments it wrote are the store's now. */
   committed(plan: Plan, version: number): void {
     this.version = version;
+    if (plan.changes !== null) this.inc.release(plan.changes);
     if (plan.applied > 0) {
       this.storedDigest = plan.change?.digest ?? null;
       this.storedChange = plan.change === null ? null : encodeNote(plan.change);

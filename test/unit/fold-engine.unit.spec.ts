@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { routeRecords } from "../../src/fold/batch-router.js";
 import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../src/fold/identity-applier.js";
+import { IdentityModel } from "../../src/fold/identity-model.js";
 import { simulate, type SimulatedDelivery } from "../../producers/simulation.js";
 import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";
 import { canonicalJson, type Observation } from "../../src/core/index.js";
@@ -342,5 +343,35 @@ describe("given an identity whose subjects propose reviews", () => {
     const packet = JSON.parse(await expectPacketOf(store, observations(all, 0, all.length - 1))) as { review_proposals: { subject_id: string }[] };
     expect(packet.review_proposals.length).toBeGreaterThan(0);
     for (const proposal of packet.review_proposals) expect(announced.get(proposal.subject_id)).toBe(canonicalJson(proposal as never));
+  });
+});
+
+describe("given a cached identity whose last apply has landed", () => {
+  // Many observations on few memories: subjects of several observations each.
+  const all = oneIdentity(60, { duplicateRate: 0, conflictRate: 0, memories: 3, seed: 5 });
+
+  it("when one more delivery joins a subject, then only that subject and the new history entry are rewritten, and the model kept no fragment of them", async () => {
+    const store = new MemoryIdentityStore();
+    const [first] = delivered(all, 0, 58);
+    const model = new IdentityModel(first!.identity, first!.context);
+    const plan = model.plan(first!.deliveries, { feed: true });
+    await store.apply(G, first!.identity, 0, plan.watermarks, plan.ops);
+    model.committed(plan, 1);
+    const subjectsBefore = new Map([...model.parts.subjects].map(([id, s]) => [id, s.items.length]));
+    expect([...model.parts.subjects.values(), ...model.parts.history.values()].every((p) => p.fragment === "")).toBe(true);
+
+    const [next] = delivered(all, 59, 59);
+    const last = next!.deliveries[0]!.observation;
+    const again = model.plan(next!.deliveries, { feed: true });
+    const hset = (part: string) => again.ops.filter((o) => o.op === "HSET" && o.part === part).map((o) => o.field);
+    // The subject it joined is the one whose item count grew (computed here from the items, not from the ops).
+    const grown = [...model.parts.subjects].filter(([id, s]) => s.items.length !== subjectsBefore.get(id)).map(([id]) => id);
+    expect(grown).toHaveLength(1);
+    expect(subjectsBefore.has(grown[0]!)).toBe(true); // an existing subject, not a new one
+    expect(hset("s")).toEqual(grown);
+    expect(hset("h")).toEqual([last.observation_id]);
+    await store.apply(G, next!.identity, 1, again.watermarks, again.ops);
+    model.committed(again, 2);
+    expect(await store.read(G, next!.identity)).toBe(reducerPackets(observations(all, 0, 59)).get(next!.identity));
   });
 });
