@@ -67,6 +67,7 @@ export const SETTINGS = {
   partitionFetchMaxBytes: { env: "MUFOLD_PARTITION_FETCH_MAX_BYTES", flag: "partition-fetch-max-bytes", default: "524288", help: "most record bytes (as stored: compressed) one fetch brings of one partition: the size of one batch" },
   partitionsConcurrency: { env: "MUFOLD_PARTITIONS_CONCURRENCY", flag: "partitions-concurrency", default: "4", help: "batches (of different partitions) a worker folds at once" },
   identitiesInFlight: { env: "MUFOLD_IDENTITIES_IN_FLIGHT", flag: "identities-in-flight", default: "256", help: "identity writes a worker has in flight at once (across its batches)" },
+  warmUpRecords: { env: "MUFOLD_WARM_UP_RECORDS", flag: "warm-up-records", default: "3000", help: "synthetic records a fold worker runs through its engine (in memory, no IO) before it joins the group, so its first seconds of records do not run in unoptimised code (0: none)" },
   pauseLeaseSeconds: { env: "MUFOLD_PAUSE_LEASE_SECONDS", flag: "pause-lease-seconds", default: "30", help: "lease of a promote's fleet pause: if the replay stops renewing it (crash, kill), the folds resume after this" },
   // The change feed (consumers/change-feed.ts): what the fold and the replay write besides the packets.
   changeFeed: { env: "MUFOLD_CHANGE_FEED", default: "on", fingerprint: true, help: "on or off: the fold stores each packet's digest, appends every change to the generation's Redis stream and produces review proposals (off: none of them)" },
@@ -203,6 +204,7 @@ const schema = z.object({
   partitionFetchMaxBytes: integer(1024, 1024 * 1024 * 1024),
   partitionsConcurrency: integer(1, 1024),
   identitiesInFlight: integer(1, 100_000),
+  warmUpRecords: integer(0, 1_000_000),
   changeFeed: z.string().transform((s, ctx) => {
     const v = s.trim().toLowerCase();
     if (FEED_ON.includes(v)) return true;
