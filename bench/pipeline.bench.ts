@@ -22,9 +22,9 @@
  * (bench/render-charts.ts: bench-*.svg in FILE's folder). Run `npm run build`
  * first: the spawned workers run bin/mufold.js from dist/.
  *
- * Needs KAFKA_BROKERS / REDIS_URL (defaults 127.0.0.1). The fold step's kcat comes from
- * scripts/setup-foreign.sh, run first as the foreign-client tests run it (it installs kcat with apt-get when
- * missing, or says what to install).
+ * Needs KAFKA_BROKERS / REDIS_URL (defaults 127.0.0.1). The fold step uses the kcat on PATH; without one it runs
+ * scripts/setup-foreign.sh first, as the foreign-client tests do (it installs kcat with apt-get, and the foreign
+ * clients' Python venv, or says what to install).
  */
 import { execFileSync } from "node:child_process";
 import kafkajs from "kafkajs";
@@ -79,7 +79,15 @@ for (const step of steps) if (!(STEPS as readonly string[]).includes(step)) thro
 if (values["skip-core"]) steps.delete("core");
 const run = (step: (typeof STEPS)[number]) => steps.has(step);
 // Before anything is produced: a machine without kcat gets it installed, or a message saying how, not a spawn error.
-const kcatPath = run("fold") ? ensureForeignClients().kcat : "";
+const kcatPath = run("fold") ? (kcatOnPath() ?? ensureForeignClients().kcat) : "";
+
+function kcatOnPath(): string | null {
+  try {
+    return execFileSync("sh", ["-c", "command -v kcat"], { encoding: "utf8" }).trim() || null;
+  } catch {
+    return null;
+  }
+}
 const startedAt = Date.now();
 /** The JSON result: issue 10's keys (null = not measured in this run), plus the raw points behind them. */
 const result: Record<string, unknown> = {

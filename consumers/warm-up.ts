@@ -1,10 +1,11 @@
 /**
  * Warms a fold worker's engine before it joins its group: synthetic records
  * (the simulation's) decided, planned and applied into a memory store, no IO.
- * Without it, the first second of records after a start runs in code V8 has
- * not optimised yet: at 2,000 records/s their latency was 300–400 ms against
- * ~100 with it (docs/benchmarks.md, "latency by send time"). What it leaves
- * behind is garbage, and the memoised pure functions' caches.
+ * Without it, the engine's code is not optimised yet when the first records
+ * arrive: at 2,000 records/s the first second's records waited 224–358 ms
+ * against 118–163 with it (docs/benchmarks.md, "latency by send time"; Kafka
+ * and Redis clients are not warmed). What it leaves behind is garbage, and
+ * the memoised pure functions' caches.
  */
 import { MemoryIdentityStore } from "../src/adapters/memory/identity-store.js";
 import { observationRecord } from "../src/client/producer.js";

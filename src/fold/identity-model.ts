@@ -138,8 +138,8 @@ export class IdentityModel {
   }
 
   /**
-   * The stored parts (kept up to date in place by plan). Fragments are there
-   * from a plan until it is committed; after that (and after a load) a
+   * The stored parts (kept up to date in place by plan). The fragments a plan
+   * wrote are there until it is committed; after that, and after a load, a
    * subject's or history entry's fragment is empty: the store holds it.
    */
   get parts(): PartsView {

@@ -6,7 +6,8 @@
 import { describe, expect, it } from "vitest";
 import { routeRecords } from "../../src/fold/batch-router.js";
 import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../src/fold/identity-applier.js";
-import { IdentityModel } from "../../src/fold/identity-model.js";
+import { CHANGE_FIELD, DIGEST_FIELD, IdentityModel } from "../../src/fold/identity-model.js";
+import type { PartOp } from "../../src/fold/delta.js";
 import { simulate, type SimulatedDelivery } from "../../producers/simulation.js";
 import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";
 import { canonicalJson, type Observation } from "../../src/core/index.js";
@@ -374,4 +375,51 @@ describe("given a cached identity whose last apply has landed", () => {
     model.committed(again, 2);
     expect(await store.read(G, next!.identity)).toBe(reducerPackets(observations(all, 0, 59)).get(next!.identity));
   });
+});
+
+describe("given two models of one identity, one that lets go of its fragments at every commit and one that never commits", () => {
+  /** A plan's ops but the meta fields only a commit (or a first version) decides: the digest, the change note, the context. */
+  const partOps = (ops: readonly PartOp[]) => ops.filter((o) => !(o.part === "m" && [DIGEST_FIELD, CHANGE_FIELD, "ctx"].includes(o.field)));
+
+  for (const seed of [3, 17, 29, 41]) {
+    it(`when the same batches (retries, changed payloads, earlier duplicates; seed ${seed}) reach both, and one reloads from the store midway, then every plan writes the same parts`, async () => {
+      const all = oneIdentity(160, { duplicateRate: 0.35, conflictRate: 0.15, memories: 3, seed });
+      const store = new MemoryIdentityStore();
+      // Batch cuts from the seed, so each run cuts differently (sizes 1..24).
+      const cuts: [number, number][] = [];
+      for (let from = 0, k = seed; from < all.length; k = (k * 7 + 5) % 24) {
+        const to = Math.min(all.length - 1, from + k);
+        cuts.push([from, to]);
+        from = to + 1;
+      }
+      const [first] = delivered(all, 0, 0);
+      let released = new IdentityModel(first!.identity, first!.context);
+      const kept = new IdentityModel(first!.identity, first!.context);
+      const written = new Map<string, string>();
+      for (const [i, [from, to]] of cuts.entries()) {
+        if (i === Math.floor(cuts.length / 2)) {
+          const stored = await store.load(G, first!.identity); // a fresh worker: its model rebuilt from what the store holds
+          released = IdentityModel.fromStored(first!.identity, first!.context, stored.meta, stored.records, stored.history);
+        }
+        const [batch] = delivered(all, from, to);
+        const a = released.plan(batch!.deliveries, { feed: true });
+        const b = kept.plan(batch!.deliveries, { feed: true });
+        expect(partOps(a.ops)).toEqual(partOps(b.ops));
+        expect(a.change).toEqual(b.change);
+        // Only what changed: no write puts back the bytes its field already holds.
+        for (const op of partOps(a.ops)) {
+          const key = `${op.part}/${op.field}`;
+          if (op.op === "HDEL") written.delete(key);
+          if (op.op === "DEL") for (const k of [...written.keys()]) if (k.startsWith(`${op.part}/`)) written.delete(k);
+          if (op.op !== "HSET") continue;
+          expect(written.get(key), key).not.toBe(op.value);
+          written.set(key, op.value);
+        }
+        const version = released.version;
+        await store.apply(G, first!.identity, version, a.watermarks, a.ops);
+        released.committed(a, version + 1);
+      }
+      expect(await store.read(G, first!.identity)).toBe(reducerPackets(observations(all, 0, all.length - 1)).get(first!.identity));
+    });
+  }
 });
