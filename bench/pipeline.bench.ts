@@ -50,7 +50,7 @@ import { writeBenchmarkCharts } from "./render-charts.js";
 import { processCpuSeconds, startThreadSplit, type ThreadSplit } from "./cpu-split.js";
 import { infoNumber, redisCpuSeconds, redisInfo } from "./redis-info.js";
 import { servicePid } from "../test/support/services/pidfiles.js";
-import { ensureForeignClients } from "../test/support/foreign/foreign.js";
+import { ensureForeignClients, kcatOnPath } from "../test/support/foreign/foreign.js";
 import { waitForMembers } from "../test/support/group-members.js";
 import { dropPrefix, quietLog, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../test/support/pipeline.js";
 
@@ -80,14 +80,6 @@ if (values["skip-core"]) steps.delete("core");
 const run = (step: (typeof STEPS)[number]) => steps.has(step);
 // Before anything is produced: a machine without kcat gets it installed, or a message saying how, not a spawn error.
 const kcatPath = run("fold") ? (kcatOnPath() ?? ensureForeignClients().kcat) : "";
-
-function kcatOnPath(): string | null {
-  try {
-    return execFileSync("sh", ["-c", "command -v kcat"], { encoding: "utf8" }).trim() || null;
-  } catch {
-    return null;
-  }
-}
 const startedAt = Date.now();
 /** The JSON result: issue 10's keys (null = not measured in this run), plus the raw points behind them. */
 const result: Record<string, unknown> = {

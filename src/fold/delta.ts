@@ -74,8 +74,8 @@ export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChan
     }
     if (old === undefined || rewritten) ops.push(hset("h", id, part.fragment));
   }
-  for (const [id, { before: old, after: fragment }] of changes.conflicts) {
-    if (fragment === undefined || old === fragment) continue; // a conflict never goes away
+  for (const [id, { before: old, after: fragment, rewritten }] of changes.conflicts) {
+    if (fragment === undefined || !rewritten) continue; // a conflict never goes away
     if (old === undefined) ops.push(zadd("ci", id));
     ops.push(hset("c", id, fragment));
   }

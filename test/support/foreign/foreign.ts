@@ -46,14 +46,19 @@ export function ensureForeignClients(): ForeignClients {
         `${SETUP_SCRIPT} could not install them:\n  ${(e.stderr || e.message).trim().split("\n").slice(-15).join("\n  ")}`,
     );
   }
-  let kcat: string;
-  try {
-    kcat = execFileSync("sh", ["-c", "command -v kcat"], { encoding: "utf8" }).trim();
-  } catch {
-    throw new Error(`${SETUP_SCRIPT} finished but kcat is not on PATH`);
-  }
+  const kcat = kcatOnPath();
+  if (kcat === null) throw new Error(`${SETUP_SCRIPT} finished but kcat is not on PATH`);
   clients = { python, kcat };
   return clients;
+}
+
+/** Absolute path of the kcat on PATH, or null. */
+export function kcatOnPath(): string | null {
+  try {
+    return execFileSync("sh", ["-c", "command -v kcat"], { encoding: "utf8" }).trim() || null;
+  } catch {
+    return null;
+  }
 }
 
 export interface RunResult {
