@@ -48,6 +48,7 @@ import { nodeFlagsInEffect, runUnderMufoldFlags } from "./mufold-flags.js";
 import { measurePlan } from "./plan.bench.js";
 import { writeBenchmarkCharts } from "./render-charts.js";
 import { processCpuSeconds, startThreadSplit, type ThreadSplit } from "./cpu-split.js";
+import { startHeapTraffic, type HeapTraffic } from "./heap-traffic.js";
 import { infoNumber, redisCpuSeconds, redisInfo } from "./redis-info.js";
 import { servicePid } from "../test/support/services/pidfiles.js";
 import { ensureForeignClients, kcatOnPath } from "../test/support/foreign/foreign.js";
@@ -152,24 +153,26 @@ function kcat(settings: Settings, path: string): number {
  * One in-process FoldWorker over the whole topic: wall seconds, this process's CPU (user + system) meanwhile, its
  * split between the main thread and the others (cpu-split.ts), and the CPU Redis and the broker spent meanwhile.
  */
-async function foldOnce(settings: Settings): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; redisUs: number; brokerUs: number | null }> {
+async function foldOnce(settings: Settings): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic; redisUs: number; brokerUs: number | null }> {
   const broker = brokerPid();
   const redis0 = await redisCpuSeconds(settings.redisUrl);
   const broker0 = broker === null ? null : processCpuSeconds(broker);
   const t0 = Date.now();
   const cpu0 = process.cpuUsage();
   const split = startThreadSplit();
+  const heap = startHeapTraffic();
   // Without the start's warm-up (a fixed ~0.3-0.7 s of CPU, whatever the topic): this step measures the cost per
   // record, and stays comparable with the runs before the warm-up existed. The latency step's workers warm up.
   const worker = await FoldWorker.start({ ...settings, warmUpRecords: 0 }, quietLog);
   await waitCaughtUp(settings, 1_800_000);
   const cpu = process.cpuUsage(cpu0);
   const threads = split.stop(RECORDS);
+  const traffic = heap.stop(RECORDS);
   const seconds = (Date.now() - t0) / 1000;
   const broker1 = broker === null ? null : processCpuSeconds(broker);
   const redisUs = ((await redisCpuSeconds(settings.redisUrl)) - redis0) * 1e6 / RECORDS;
   await worker.stop();
-  return { seconds, cpuUs: cpu.user + cpu.system, split: threads, redisUs, brokerUs: broker0 === null || broker1 === null ? null : ((broker1 - broker0) * 1e6) / RECORDS };
+  return { seconds, cpuUs: cpu.user + cpu.system, split: threads, traffic, redisUs, brokerUs: broker0 === null || broker1 === null ? null : ((broker1 - broker0) * 1e6) / RECORDS };
 }
 
 /** The pid of the broker `infra/` started (its pid file), or null for a broker of somebody else's. */
@@ -227,7 +230,7 @@ if (run("fold")) {
   const kc = kcat(settings, kcatPath);
   const memBefore = await redisMemory(settings.redisUrl);
   const netBefore = await redisNetInput(settings.redisUrl);
-  const { seconds: fold, cpuUs, split, redisUs, brokerUs } = await foldOnce(settings);
+  const { seconds: fold, cpuUs, split, traffic, redisUs, brokerUs } = await foldOnce(settings);
   const netAfter = await redisNetInput(settings.redisUrl);
   const memAfter = await redisMemory(settings.redisUrl);
   const replay1 = await verifiedReplay(settings, 1);
@@ -245,6 +248,7 @@ if (run("fold")) {
   out("Redis memory per identity", Math.round((memAfter - memBefore) / identities), `bytes (${identities} identities)`);
   out("worker CPU per record (in-process fold, user + system)", Math.round(cpuUs / RECORDS), "µs");
   out("  of which its main thread / its other threads (V8's collector and compiler, libuv) / main-thread GC pauses", split === null ? "not measured (no /proc)" : `${split.mainUs.toFixed(1)} / ${split.otherUs.toFixed(1)} / ${split.gcPauseUs.toFixed(1)}`, "µs");
+  out("  young generation per record: allocated / copied by scavenges / of which promoted (heap-traffic.ts)", `${traffic.allocatedBytes} / ${traffic.copiedBytes} / ${traffic.promotedBytes}`, `bytes (${traffic.scavenges} scavenges, ${traffic.scavengePauseUs} µs of pauses per record)`);
   out("Redis CPU per record during the fold / the broker's", `${redisUs.toFixed(1)} / ${brokerUs === null ? "not measured" : brokerUs.toFixed(1)}`, "µs");
   out("Redis input bytes per delivery (total_net_input_bytes, whole server)", Math.round((netAfter - netBefore) / RECORDS), "bytes");
   Object.assign(result, {
@@ -258,6 +262,10 @@ if (run("fold")) {
     worker_main_thread_us_per_record: split === null ? null : round(split.mainUs, 1),
     worker_other_threads_us_per_record: split === null ? null : round(split.otherUs, 1),
     worker_gc_pause_us_per_record: split === null ? null : round(split.gcPauseUs, 1),
+    worker_young_allocated_bytes_per_record: traffic.allocatedBytes,
+    worker_scavenge_copied_bytes_per_record: traffic.copiedBytes,
+    worker_promoted_bytes_per_record: traffic.promotedBytes,
+    worker_scavenges: traffic.scavenges,
     redis_cpu_us_per_record_during_fold: round(redisUs, 1),
     broker_cpu_us_per_record_during_fold: brokerUs === null ? null : round(brokerUs, 1),
     replay_records_per_s: replay1,
