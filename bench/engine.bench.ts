@@ -8,7 +8,10 @@
  * which barely moves between runs. Run it on two checkouts, alternating, to
  * compare them side by side.
  *
- *   npx tsx bench/engine.bench.ts [--records 100000] [--batch 500] [--runs 3]
+ *   npx tsx bench/engine.bench.ts [--records 100000] [--batch 500] [--order partition|interleaved] [--runs 3]
+ *
+ * --order: each partition's batches one partition after another (default), or
+ * interleaved across the partitions, as a worker reading all of them meets them.
  */
 import { parseArgs } from "node:util";
 import { routeRecords } from "../src/fold/batch-router.js";
@@ -19,11 +22,12 @@ import { batchesOf, partitionedWorkload } from "./partitioned-workload.js";
 
 await runUnderMufoldFlags();
 
-const { values } = parseArgs({ options: { records: { type: "string", default: "100000" }, batch: { type: "string", default: "500" }, runs: { type: "string", default: "3" } } });
+const { values } = parseArgs({ options: { records: { type: "string", default: "100000" }, batch: { type: "string", default: "500" }, runs: { type: "string", default: "3" }, order: { type: "string", default: "partition" } } });
+if (values.order !== "partition" && values.order !== "interleaved") throw new Error(`--order is partition or interleaved, not ${values.order}`);
 const records = Number(values.records);
 const batchSize = Number(values.batch);
 
-const batches = batchesOf(partitionedWorkload(records), batchSize);
+const batches = batchesOf(partitionedWorkload(records), batchSize, values.order);
 
 console.log(`| run | CPU µs per record | decide µs | plan µs | identity batches | deliveries per identity batch | allocated / copied / promoted bytes per record | scavenges (pause µs per record) |`);
 console.log(`|---|---|---|---|---|---|---|---|`);

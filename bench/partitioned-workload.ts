@@ -22,7 +22,15 @@ export function partitionedWorkload(records: number): SourceRecord[][] {
   return byPartition;
 }
 
-/** Each partition's records cut into batches of `size`, partition after partition. */
-export function batchesOf(byPartition: SourceRecord[][], size: number): SourceRecord[][] {
-  return byPartition.flatMap((list) => Array.from({ length: Math.ceil(list.length / size) }, (_, i) => list.slice(i * size, (i + 1) * size)));
+/**
+ * Each partition's records cut into batches of `size`: partition after
+ * partition, or interleaved (the first batch of every partition, then the
+ * second, ...: as a consumer of all partitions at once meets them).
+ */
+export function batchesOf(byPartition: SourceRecord[][], size: number, order: "partition" | "interleaved" = "partition"): SourceRecord[][] {
+  const cut = byPartition.map((list) => Array.from({ length: Math.ceil(list.length / size) }, (_, i) => list.slice(i * size, (i + 1) * size)));
+  if (order === "partition") return cut.flat();
+  const out: SourceRecord[][] = [];
+  for (let i = 0; cut.some((batches) => i < batches.length); i++) for (const batches of cut) if (i < batches.length) out.push(batches[i]!);
+  return out;
 }
