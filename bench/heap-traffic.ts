@@ -1,24 +1,36 @@
 /**
  * What a stretch of this process's work made the young generation do, read
  * from V8's own per-collection statistics (v8.GCProfiler): bytes allocated,
- * bytes the scavenges copied (kept in the young generation or promoted to the
- * old one), and their main-thread pauses. A scavenge's cost grows with what
- * it copies, not with what died, and these byte counts barely move between
- * runs while CPU times on this machine drift by 10-30%: they are how a change
- * aimed at the collector is compared (docs/benchmarks.md).
+ * bytes that survived a scavenge (kept young or promoted to the old
+ * generation) and, of those, bytes promoted. A scavenge's cost follows what
+ * survives it, not what died. These counts move ~2% between runs, while CPU
+ * times on this machine drift much more (docs/benchmarks.md): they are how a
+ * change aimed at the collector is compared.
  */
 import { GCProfiler, type HeapSpaceStatistics } from "node:v8";
 
 export interface HeapTraffic {
-  /** Bytes allocated in the young generation per record (what the scavenges had to sweep through). */
+  /** Bytes allocated in the young generation per record: what fills it, which sets how often scavenges run. */
   allocatedBytes: number;
-  /** Bytes the scavenges copied per record: survivors kept young plus those promoted. */
-  copiedBytes: number;
-  /** Of those, bytes promoted to the old generation per record (what full collections later mark and free). */
+  /**
+   * Bytes per record that survived a scavenge: kept in the young generation
+   * or promoted. An upper bound of what the scavenges copied: V8 moves a page
+   * that is mostly alive (and a large object) without copying it.
+   */
+  survivedBytes: number;
+  /**
+   * Of those, bytes promoted to the old generation per record: what full
+   * collections later mark and free. Counted from the old generation's growth
+   * during each scavenge, so space a concurrent sweep frees meanwhile makes it
+   * an undercount; what a full collection moves out of the young generation
+   * is not counted (there are a handful in a 100k-record fold: `fullCollections`).
+   */
   promotedBytes: number;
   /** Scavenges during the stretch, and their main-thread pauses in µs per record. */
   scavenges: number;
   scavengePauseUs: number;
+  /** Other collections (mark-compact) during the stretch. */
+  fullCollections: number;
 }
 
 interface SpaceUse {
@@ -39,9 +51,9 @@ function use(side: { heapSpaceStatistics: HeapSpaceStatistics[] }): SpaceUse {
 
 /**
  * Start counting; `stop(records)` gives the traffic per record. The stretch
- * starts and ends mid-allocation: the young bytes before the first scavenge
- * and after the last are outside the count (at most one young generation's
- * worth, ~1% of a 100k-record fold).
+ * starts and ends mid-allocation: the young bytes allocated before its first
+ * collection and after its last are outside the count (up to two young
+ * generations' worth, ~2% of a 100k-record fold).
  */
 export function startHeapTraffic(): { stop(records: number): HeapTraffic } {
   const profiler = new GCProfiler();
@@ -50,9 +62,10 @@ export function startHeapTraffic(): { stop(records: number): HeapTraffic } {
     stop(records: number): HeapTraffic {
       const stats = profiler.stop().statistics;
       let allocated = 0;
-      let copied = 0;
+      let survived = 0;
       let promoted = 0;
       let scavenges = 0;
+      let full = 0;
       let pauseUs = 0;
       let youngAfterLast: number | undefined;
       for (const s of stats) {
@@ -60,15 +73,18 @@ export function startHeapTraffic(): { stop(records: number): HeapTraffic } {
         const after = use(s.afterGC);
         if (youngAfterLast !== undefined) allocated += Math.max(0, before.young - youngAfterLast);
         youngAfterLast = after.young;
-        if (s.gcType !== "Scavenge") continue;
+        if (s.gcType !== "Scavenge") {
+          full++;
+          continue;
+        }
         scavenges++;
         pauseUs += s.cost;
         const up = Math.max(0, after.old - before.old);
         promoted += up;
-        copied += after.young + up;
+        survived += after.young + up;
       }
       const per = (x: number) => Math.round(x / records);
-      return { allocatedBytes: per(allocated), copiedBytes: per(copied), promotedBytes: per(promoted), scavenges, scavengePauseUs: Math.round((pauseUs / records) * 10) / 10 };
+      return { allocatedBytes: per(allocated), survivedBytes: per(survived), promotedBytes: per(promoted), scavenges, scavengePauseUs: Math.round((pauseUs / records) * 10) / 10, fullCollections: full };
     },
   };
 }

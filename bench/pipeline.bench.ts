@@ -248,7 +248,7 @@ if (run("fold")) {
   out("Redis memory per identity", Math.round((memAfter - memBefore) / identities), `bytes (${identities} identities)`);
   out("worker CPU per record (in-process fold, user + system)", Math.round(cpuUs / RECORDS), "µs");
   out("  of which its main thread / its other threads (V8's collector and compiler, libuv) / main-thread GC pauses", split === null ? "not measured (no /proc)" : `${split.mainUs.toFixed(1)} / ${split.otherUs.toFixed(1)} / ${split.gcPauseUs.toFixed(1)}`, "µs");
-  out("  young generation per record: allocated / copied by scavenges / of which promoted (heap-traffic.ts)", `${traffic.allocatedBytes} / ${traffic.copiedBytes} / ${traffic.promotedBytes}`, `bytes (${traffic.scavenges} scavenges, ${traffic.scavengePauseUs} µs of pauses per record)`);
+  out("  young generation per record: allocated / survived scavenges / of which promoted (heap-traffic.ts)", `${traffic.allocatedBytes} / ${traffic.survivedBytes} / ${traffic.promotedBytes}`, `bytes (${traffic.scavenges} scavenges, ${traffic.scavengePauseUs} µs of pauses per record; ${traffic.fullCollections} full collections)`);
   out("Redis CPU per record during the fold / the broker's", `${redisUs.toFixed(1)} / ${brokerUs === null ? "not measured" : brokerUs.toFixed(1)}`, "µs");
   out("Redis input bytes per delivery (total_net_input_bytes, whole server)", Math.round((netAfter - netBefore) / RECORDS), "bytes");
   Object.assign(result, {
@@ -263,9 +263,10 @@ if (run("fold")) {
     worker_other_threads_us_per_record: split === null ? null : round(split.otherUs, 1),
     worker_gc_pause_us_per_record: split === null ? null : round(split.gcPauseUs, 1),
     worker_young_allocated_bytes_per_record: traffic.allocatedBytes,
-    worker_scavenge_copied_bytes_per_record: traffic.copiedBytes,
+    worker_scavenge_survived_bytes_per_record: traffic.survivedBytes,
     worker_promoted_bytes_per_record: traffic.promotedBytes,
     worker_scavenges: traffic.scavenges,
+    worker_full_collections: traffic.fullCollections,
     redis_cpu_us_per_record_during_fold: round(redisUs, 1),
     broker_cpu_us_per_record_during_fold: brokerUs === null ? null : round(brokerUs, 1),
     replay_records_per_s: replay1,
