@@ -151,7 +151,8 @@ function kcat(settings: Settings, path: string): number {
 
 /**
  * One in-process FoldWorker over the whole topic: wall seconds, this process's CPU (user + system) meanwhile, its
- * split between the main thread and the others (cpu-split.ts), and the CPU Redis and the broker spent meanwhile.
+ * split between the main thread and the others (cpu-split.ts), its young generation's traffic (heap-traffic.ts), and
+ * the CPU Redis and the broker spent meanwhile.
  */
 async function foldOnce(settings: Settings): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic; redisUs: number; brokerUs: number | null }> {
   const broker = brokerPid();

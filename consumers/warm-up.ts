@@ -4,8 +4,8 @@
  * Without it, the engine's code is not optimised yet when the first records
  * arrive: at 2,000 records/s the first second's records waited 224–358 ms
  * against 118–163 with it (docs/benchmarks.md, "latency by send time"; Kafka
- * and Redis clients are not warmed). What it leaves behind is garbage, and
- * the memoised pure functions' caches.
+ * and Redis clients are not warmed). It leaves behind garbage and V8's
+ * optimised code, which is the point; the engine keeps no caches of its own.
  */
 import { MemoryIdentityStore } from "../src/adapters/memory/identity-store.js";
 import { observationRecord } from "../src/client/producer.js";
