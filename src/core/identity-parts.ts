@@ -12,6 +12,10 @@
  * store holds a flush's fragments the caller may `release` them: a cached
  * identity then keeps each subject and history entry as its order member,
  * proposal and hash, not as a second copy of bytes Redis already has.
+ *
+ * A worker caches thousands of these, most holding one or two observations
+ * and no conflict: what only some identities need (conflicts, failing
+ * rechecks) is created when first needed.
  */
 import { hash } from "node:crypto";
 import { compareBytes } from "./byte-order.js";
@@ -26,7 +30,6 @@ import { compareOrder } from "./ordering.js";
 import { ownedContext, ownedObservation } from "./owned-observation.js";
 import { partHash, Sum256 } from "./part-hash.js";
 import {
-  emptyParts,
   historyPart,
   invalidRequestJson,
   skeletonFrom,
@@ -79,6 +82,22 @@ interface Group extends SubjectGroup {
 const FACTOR_LISTS_FROM = 8;
 
 
+/** What the folds since the last flush touched. */
+interface Dirty {
+  groups: Set<Group>;
+  history: Set<string>;
+  conflicts: Set<string> | null;
+}
+
+/** A map every model's parts share until their first conflict: it stays empty (a set throws). */
+class NoEntries<V> extends Map<string, V> {
+  override set(): this {
+    throw new Error("NoEntries is a shared empty map");
+  }
+}
+const NO_CONFLICTS = new NoEntries<string>();
+const NO_CONFLICT_COUNTS = new NoEntries<number>();
+
 interface Accepted {
   obs: Observation;
   fingerprint: string;
@@ -113,7 +132,7 @@ function lowerBound(items: readonly Observation[], id: string): number {
 
 export class IdentityParts {
   readonly state: IdentityState = emptyIdentityState();
-  readonly parts: PartsView = emptyParts();
+  readonly parts: PartsView = { rejected: null, skeleton: "", accepted: 0, deliveries: 0, subjects: new Map(), history: new Map(), conflicts: NO_CONFLICTS, conflictCounts: NO_CONFLICT_COUNTS };
   private readonly groups = new Map<string, Group>();
   private readonly accepted = new Map<string, Accepted>();
   private readonly levels: LevelCounts = { item: 0, set: 0, none: 0 };
@@ -121,17 +140,17 @@ export class IdentityParts {
   private conflictingDeliveries = 0;
   private latest: Observation | null = null;
   private latestStale = false;
-  /** Subjects whose review state is conflict, and subjects the readback re-reduction disagrees on. */
-  private readonly conflictSubjects = new Set<string>();
-  private readonly failing = new Map<string, Group>();
-  private readonly dirtyGroups = new Set<Group>();
-  private readonly dirtyHistory = new Set<string>();
-  private readonly dirtyConflicts = new Set<string>();
+  /** Subjects whose review state is conflict, and subjects the readback re-reduction disagrees on (null: none yet). */
+  private conflictSubjects: Set<string> | null = null;
+  private failing: Map<string, Group> | null = null;
+  /**
+   * Created by the first fold and kept: a fresh set for every flush instead
+   * raised what survives a scavenge by ~2.3 KB a record in the fold (bench/heap-traffic.ts).
+   */
+  private dirty: Dirty | null = null;
+  /** The sum of the stored parts' element hashes; a subject's and a history entry's is on its part, a conflict's here. */
   private readonly sum = new Sum256();
-  /** Each stored part's element hash, by kind and key: subtracted from the sum when the part changes. */
-  private readonly subjectHashes = new Map<string, string>();
-  private readonly historyHashes = new Map<string, string>();
-  private readonly conflictHashes = new Map<string, string>();
+  private conflictHashes: Map<string, string> | null = null;
 
   /** Past the delivery bound: the packet is a constant rejected packet and nothing else is kept. */
   private isSealed = false;
@@ -169,7 +188,7 @@ export class IdentityParts {
       const earlier = compareOrder(obs, prior.representative) < 0 ? ownedObservation(obs, this.context) : null;
       if (versions.size > 1) {
         this.conflictingDeliveries++;
-        this.dirtyConflicts.add(id);
+        this.touchConflict(id);
       } else if (earlier !== null) {
         this.unaccept(id);
         this.accept(id, earlier, fingerprint);
@@ -182,7 +201,7 @@ export class IdentityParts {
       this.unaccept(id);
       this.conflictingDeliveries += deliveriesOf(versions);
     } else this.conflictingDeliveries++;
-    this.dirtyConflicts.add(id);
+    this.touchConflict(id);
     return "conflict";
   }
 
@@ -202,7 +221,7 @@ export class IdentityParts {
         this.accept(id, only.representative, fingerprint);
       } else {
         this.conflictingDeliveries += count;
-        this.dirtyConflicts.add(id);
+        this.touchConflict(id);
       }
     }
   }
@@ -235,9 +254,10 @@ export class IdentityParts {
         group.factors = { byId: FactorList.of(group.items), inTime: FactorList.of(group.chronoObs) };
       }
     }
-    this.dirtyGroups.add(group);
+    const dirty = this.touched();
+    dirty.groups.add(group);
     this.accepted.set(id, { obs, fingerprint, group, history: h });
-    this.dirtyHistory.add(id);
+    dirty.history.add(id);
     if (!this.latestStale && (this.latest === null || compareOrder(obs, this.latest) >= 0)) this.latest = obs;
   }
 
@@ -251,24 +271,20 @@ export class IdentityParts {
     group.chrono.splice(at, 1);
     group.chronoObs.splice(at, 1);
     group.factors?.inTime.remove(at);
-    this.dirtyGroups.add(group);
+    const dirty = this.touched();
+    dirty.groups.add(group);
     this.accepted.delete(id);
-    this.dirtyHistory.add(id);
+    dirty.history.add(id);
     if (this.latest === entry.obs) this.latestStale = true;
   }
 
-  private add(hashes: Map<string, string>, key: string, h: string): void {
-    hashes.set(key, h);
-    this.sum.add(h, 1);
+  private touched(): Dirty {
+    return (this.dirty ??= { groups: new Set(), history: new Set(), conflicts: null });
   }
 
-  /** Drop a part's element hash from the sum; returns it (undefined: the part was not stored). */
-  private remove(hashes: Map<string, string>, key: string): string | undefined {
-    const h = hashes.get(key);
-    if (h === undefined) return undefined;
-    hashes.delete(key);
-    this.sum.add(h, -1);
-    return h;
+  private touchConflict(id: string): void {
+    const dirty = this.touched();
+    (dirty.conflicts ??= new Set()).add(id);
   }
 
   /** Recompute what the folds since the last flush changed; the parts are updated in place. */
@@ -278,11 +294,13 @@ export class IdentityParts {
     parts.deliveries = this.state.deliveries;
     if (!this.isSealed && this.state.deliveries > MAX_PROJECTION_OBSERVATIONS) this.seal();
     if (this.isSealed) return changes;
-    for (const group of this.dirtyGroups) {
+    const dirty = this.dirty;
+    for (const group of dirty?.groups ?? []) {
       const before = parts.subjects.get(group.subjectId);
-      const beforeHash = this.remove(this.subjectHashes, group.subjectId);
-      if (before?.conflict === true) this.conflictSubjects.delete(group.subjectId);
-      this.failing.delete(group.subjectId);
+      const beforeHash = before?.hash;
+      if (beforeHash !== undefined) this.sum.add(beforeHash, -1);
+      if (before?.conflict === true) this.conflictSubjects?.delete(group.subjectId);
+      this.failing?.delete(group.subjectId);
       let after: SubjectPart | undefined;
       let afterHash: string | undefined;
       if (group.items.length === 0) {
@@ -293,44 +311,54 @@ export class IdentityParts {
         after = subjectPartOf(group, group.chronoObs, group.factors ?? undefined, group.chrono[group.chrono.length - 1]!.member); // (its `items` is the group's live list: not for computeParts' reuse)
         flatAll(after.member, after.fragment, after.latest, after.proposal);
         parts.subjects.set(group.subjectId, after);
-        afterHash = partHash("s", after.member, after.fragment, after.proposal ?? "");
-        this.add(this.subjectHashes, group.subjectId, afterHash);
-        if (after.conflict) this.conflictSubjects.add(group.subjectId);
-        if (after.recheckFailure !== null) this.failing.set(group.subjectId, group);
+        after.hash = afterHash = partHash("s", after.member, after.fragment, after.proposal ?? "");
+        this.sum.add(afterHash, 1);
+        if (after.conflict) (this.conflictSubjects ??= new Set()).add(group.subjectId);
+        if (after.recheckFailure !== null) (this.failing ??= new Map()).set(group.subjectId, group);
       }
       changes.subjects.set(group.subjectId, { before, after, rewritten: beforeHash !== afterHash });
     }
-    for (const id of this.dirtyHistory) {
+    for (const id of dirty?.history ?? []) {
       const before = parts.history.get(id);
-      const entry = this.accepted.get(id);
-      const after = entry?.history;
+      const after = this.accepted.get(id)?.history;
       if (before === after) continue;
-      const beforeHash = this.remove(this.historyHashes, id);
+      const beforeHash = before?.hash;
+      if (beforeHash !== undefined) this.sum.add(beforeHash, -1);
       let afterHash: string | undefined;
       if (after === undefined) parts.history.delete(id);
       else {
         flatAll(after.member, after.fragment);
         parts.history.set(id, after);
-        afterHash = partHash("h", after.member, after.fragment);
-        this.add(this.historyHashes, id, afterHash);
+        after.hash = afterHash = partHash("h", after.member, after.fragment);
+        this.sum.add(afterHash, 1);
       }
       changes.history.set(id, { before, after, rewritten: beforeHash !== afterHash });
     }
-    for (const id of this.dirtyConflicts) {
+    for (const id of dirty?.conflicts ?? []) {
       const versions = this.state.byId.get(id)!;
       const before = parts.conflicts.get(id);
       const count = deliveriesOf(versions);
       if (before !== undefined && parts.conflictCounts.get(id) === count) continue;
       const after = flat(compactJson(conflictEntry(id, [...versions.keys()], count)));
-      this.remove(this.conflictHashes, id);
-      this.add(this.conflictHashes, id, partHash("c", id, after));
+      const hashes = (this.conflictHashes ??= new Map());
+      const beforeHash = hashes.get(id);
+      if (beforeHash !== undefined) this.sum.add(beforeHash, -1);
+      const afterHash = partHash("c", id, after);
+      hashes.set(id, afterHash);
+      this.sum.add(afterHash, 1);
+      if (parts.conflicts === NO_CONFLICTS) {
+        parts.conflicts = new Map();
+        parts.conflictCounts = new Map();
+      }
       parts.conflicts.set(id, after);
       parts.conflictCounts.set(id, count);
       changes.conflicts.set(id, { before, after, rewritten: before !== after });
     }
-    this.dirtyGroups.clear();
-    this.dirtyHistory.clear();
-    this.dirtyConflicts.clear();
+    if (dirty !== null) {
+      dirty.groups.clear();
+      dirty.history.clear();
+      dirty.conflicts?.clear();
+    }
     if (this.latestStale) {
       this.latest = null;
       for (const { obs } of this.accepted.values()) if (this.latest === null || compareOrder(obs, this.latest) >= 0) this.latest = obs;
@@ -346,7 +374,7 @@ export class IdentityParts {
         duplicates: this.duplicates,
         conflicts: parts.conflicts.size,
         conflictingDeliveries: this.conflictingDeliveries,
-        conflictProposal: this.conflictSubjects.size > 0,
+        conflictProposal: (this.conflictSubjects?.size ?? 0) > 0,
       },
       this.levels,
     ));
@@ -370,11 +398,13 @@ export class IdentityParts {
   private seal(): void {
     this.isSealed = true;
     this.state.byId.clear();
-    for (const map of [this.groups, this.accepted, this.failing, this.subjectHashes, this.historyHashes, this.conflictHashes, this.parts.subjects, this.parts.history, this.parts.conflicts, this.parts.conflictCounts]) map.clear();
-    this.dirtyGroups.clear();
-    this.dirtyHistory.clear();
-    this.dirtyConflicts.clear();
-    this.conflictSubjects.clear();
+    for (const map of [this.groups, this.accepted, this.parts.subjects, this.parts.history]) map.clear();
+    this.parts.conflicts = NO_CONFLICTS;
+    this.parts.conflictCounts = NO_CONFLICT_COUNTS;
+    this.failing = null;
+    this.conflictHashes = null;
+    this.conflictSubjects = null;
+    this.dirty = null;
     this.parts.skeleton = "";
     this.parts.accepted = 0;
     this.parts.rejected = canonicalJson(rejectedProjection(this.context, ["observation_malformed"]));
@@ -390,7 +420,7 @@ export class IdentityParts {
 
   private rejection(accepted: number): string | null {
     if (this.groups.size > MAX_PROJECTION_SUBJECTS) return canonicalJson(rejectedProjection(this.context, ["projection_subject_limit_exceeded"], accepted));
-    if (this.failing.size === 0 || accepted > MAX_PROJECTION_HISTORY) return null;
+    if (this.failing === null || this.failing.size === 0 || accepted > MAX_PROJECTION_HISTORY) return null;
     const first = [...this.failing.values()].sort(compareGroupKeys)[0]!;
     return invalidRequestJson(`projection subject ${first.subjectId} ${this.parts.subjects.get(first.subjectId)!.recheckFailure} is inconsistent`);
   }

@@ -32,11 +32,15 @@ export interface SubjectPart {
   items: readonly Observation[];
   /** The first field the reference's readback re-reduction (in time order) disagrees on, if any. */
   recheckFailure: string | null;
+  /** Its element hash of the content digest, set once the incremental parts hold it (identity-parts.ts); else "". */
+  hash: string;
 }
 
 export interface HistoryPart {
   member: string;
   fragment: string;
+  /** As SubjectPart.hash. */
+  hash: string;
 }
 
 export interface PartsView {
@@ -66,7 +70,7 @@ export function emptyParts(): PartsView {
 
 /** The history part of an accepted observation. */
 export function historyPart(obs: Observation, subjectId: string, fingerprint: string): HistoryPart {
-  return { member: historyMember(obs.created_at, obs.observation_id), fragment: historyEntryStored(obs, fingerprint, subjectId) };
+  return { member: historyMember(obs.created_at, obs.observation_id), fragment: historyEntryStored(obs, fingerprint, subjectId), hash: "" };
 }
 
 /** Same observations, same representatives, same order: the subject is unchanged. */
@@ -138,6 +142,7 @@ export function subjectPartOf(
     latest: latestMember ?? historyMember(latest.created_at, latest.observation_id),
     items: group.items,
     recheckFailure: recheck(group, subject, chronological, factors),
+    hash: "",
   };
 }
 

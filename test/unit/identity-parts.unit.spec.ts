@@ -103,6 +103,40 @@ describe("incremental identity parts equal computeParts from scratch", () => {
     });
   }
 
+  it("models without conflicts share nothing a conflict of another model writes", () => {
+    // Conflict maps are created on a model's first conflict (identity-parts.ts): one model's conflicts must not
+    // show in another model, before or after, and a model sealed past the bound holds none.
+    const withConflicts = stream(60, 1, 6, 0.2);
+    const clean = stream(40, 5, 6, 0);
+    const context = contextOfObservation(withConflicts[0]!, "memory_utility_reducer_v0");
+    const before = new IdentityParts(context);
+    for (const o of clean) before.fold(o, observationFingerprint(o));
+    before.flush();
+    const conflicted = new IdentityParts(context);
+    const scratch = emptyIdentityState();
+    for (const o of withConflicts) {
+      conflicted.fold(o, observationFingerprint(o));
+      foldDelivery(scratch, o);
+    }
+    conflicted.flush();
+    const after = new IdentityParts(context);
+    for (const o of clean) after.fold(o, observationFingerprint(o));
+    after.flush();
+    const expected = computeParts(context, scratch);
+    expect(expected.conflicts.size).toBeGreaterThan(0);
+    expect(comparable(conflicted.parts)).toEqual(comparable(expected));
+    for (const model of [before, after]) {
+      expect(model.parts.conflicts.size).toBe(0);
+      expect(model.parts.conflictCounts.size).toBe(0);
+    }
+    expect(after.digest()).toBe(before.digest());
+    const sealed = new IdentityParts(context);
+    for (const o of stream(1_100, 4, 6, 0.05)) sealed.fold(o, observationFingerprint(o));
+    sealed.flush();
+    expect(sealed.sealed).toBe(true);
+    expect(sealed.parts.conflicts.size).toBe(0);
+  });
+
   it("a model loaded from its state equals the one that folded it, digest included", () => {
     const observations = stream(200, 9, 6, 0.05);
     const context = contextOfObservation(observations[0]!, "memory_utility_reducer_v0");
