@@ -4,10 +4,12 @@
  * feed on) into one IdentityModel per identity, then the records are dropped
  * and the heap collected. Two shapes: many identities of one delivery (the
  * worker-memory bench's workload) and fewer identities of ~44 accepted
- * observations (the pipeline bench's). Reports bytes per model and per
- * accepted observation.
+ * observations (the pipeline bench's), and a few identities near the
+ * 1,024-delivery bound. Reports bytes per model and per accepted observation,
+ * and beside them what the cache's byte bound counts per model
+ * (IdentityModel.heapEstimate): the estimate should stay above the measure.
  *
- *   npx tsx bench/model-memory.bench.ts [--one 10000] [--identities 1000] [--per-identity 50]
+ *   npx tsx bench/model-memory.bench.ts [--one 10000] [--identities 1000] [--per-identity 50] [--large 20]
  */
 import { parseArgs } from "node:util";
 import { setFlagsFromString } from "node:v8";
@@ -21,7 +23,7 @@ import { runUnderMufoldFlags } from "./mufold-flags.js";
 await runUnderMufoldFlags();
 
 const { values } = parseArgs({
-  options: { one: { type: "string", default: "10000" }, identities: { type: "string", default: "1000" }, "per-identity": { type: "string", default: "50" } },
+  options: { one: { type: "string", default: "10000" }, identities: { type: "string", default: "1000" }, "per-identity": { type: "string", default: "50" }, large: { type: "string", default: "20" } },
 });
 
 setFlagsFromString("--expose-gc");
@@ -47,24 +49,30 @@ function foldInto(models: Map<string, IdentityModel>, records: number, agents: n
   }
 }
 
-function measure(records: number, agents: number, snapshotEvery: number): { models: number; accepted: number; perModel: number; perAccepted: number } {
+function measure(records: number, agents: number, snapshotEvery: number): { models: number; accepted: number; perModel: number; perAccepted: number; estimate: number } {
   const models = new Map<string, IdentityModel>();
   const before = heap();
   foldInto(models, records, agents, snapshotEvery);
   const held = heap() - before;
   let accepted = 0;
-  for (const m of models.values()) accepted += m.parts.accepted;
-  return { models: models.size, accepted, perModel: Math.round(held / models.size), perAccepted: Math.round(held / accepted) };
+  let estimated = 0;
+  for (const m of models.values()) {
+    accepted += m.parts.accepted;
+    estimated += m.heapEstimate();
+  }
+  return { models: models.size, accepted, perModel: Math.round(held / models.size), perAccepted: Math.round(held / accepted), estimate: Math.round(estimated / models.size) };
 }
 
 const one = Number(values.one);
 const identities = Number(values.identities);
 const perIdentity = Number(values["per-identity"]);
-console.log("| workload | models | accepted observations | bytes per model | bytes per accepted observation |");
-console.log("|---|---|---|---|---|");
+const large = Number(values.large);
+console.log("| workload | models | accepted observations | bytes per model | bytes per accepted observation | estimated bytes per model (the cache's count) |");
+console.log("|---|---|---|---|---|---|");
 for (const [label, r] of [
   [`${one} identities, one delivery each`, measure(one, one, 1)],
   [`${identities} identities, ${perIdentity} deliveries each`, measure(identities * perIdentity, identities, perIdentity)],
+  [`${large} identities, 1,000 deliveries each`, measure(large * 1000, large, 1000)],
 ] as const) {
-  console.log(`| ${label} | ${r.models} | ${r.accepted} | ${r.perModel} | ${r.perAccepted} |`);
+  console.log(`| ${label} | ${r.models} | ${r.accepted} | ${r.perModel} | ${r.perAccepted} | ${r.estimate} |`);
 }

@@ -108,7 +108,7 @@ export class FoldWorker {
     private readonly metrics: FoldMetrics | undefined,
   ) {
     this.store = new RedisStore(redis, settings.prefix);
-    this.applier = new IdentityApplier(this.store, settings.cacheSize, { inFlight: settings.identitiesInFlight, casAttempts: settings.casMaxAttempts });
+    this.applier = new IdentityApplier(this.store, settings.cacheSize, { cacheMaxBytes: settings.cacheMaxBytes, inFlight: settings.identitiesInFlight, casAttempts: settings.casMaxAttempts });
     this.guard = new PartitionGuard(this.store, "live", (topic, partition) => this.endOffset(topic, partition));
     this.outages = new OutageClock(settings.outageToleranceSeconds);
   }
@@ -418,6 +418,7 @@ export class FoldWorker {
     if (this.metrics) {
       this.metrics.recordsConsumed.inc(records.length);
       this.metrics.identitiesCached.set(this.applier.cached);
+      this.metrics.identityCacheBytes.set(this.applier.cachedBytes);
       this.metrics.consumerLag.set({ topic: ctx.topic, partition: String(ctx.partition) }, Math.max(0, Number(BigInt(ctx.highWatermark) - BigInt(ctx.nextOffset))));
       endBatch?.();
     }

@@ -63,11 +63,11 @@ export class ShadowBuild implements ChunkBuilder {
 
   constructor(
     store: RedisStore,
-    private readonly settings: Pick<Settings, "reducerVersion" | "maxValueBytes" | "cacheSize" | "changeFeed" | "casMaxAttempts" | "identitiesInFlight">,
+    private readonly settings: Pick<Settings, "reducerVersion" | "maxValueBytes" | "cacheSize" | "cacheMaxBytes" | "changeFeed" | "casMaxAttempts" | "identitiesInFlight">,
     readonly generation: number,
     buildToken: string,
   ) {
-    this.applier = new IdentityApplier(store, settings.cacheSize, { fresh: true, feed: settings.changeFeed, casAttempts: settings.casMaxAttempts, inFlight: settings.identitiesInFlight });
+    this.applier = new IdentityApplier(store, settings.cacheSize, { cacheMaxBytes: settings.cacheMaxBytes, fresh: true, feed: settings.changeFeed, casAttempts: settings.casMaxAttempts, inFlight: settings.identitiesInFlight });
     this.guard = new PartitionGuard(store, buildToken);
   }
 

@@ -47,6 +47,7 @@ export const SETTINGS = {
   partitions: { env: "MUFOLD_PARTITIONS", flag: "partitions", default: "12", fingerprint: true, help: "partitions when mufold creates the topic" },
   replicationFactor: { env: "MUFOLD_REPLICATION_FACTOR", flag: "replication-factor", default: "broker", fingerprint: true, help: "replication factor when mufold creates a topic: broker (the broker's default.replication.factor) or a number from 1; with 3, give the topics min.insync.replicas=2 (docs/operations.md)" },
   cacheSize: { env: "MUFOLD_CACHE_SIZE", flag: "cache-size", default: "10000", help: "identities a worker keeps in memory" },
+  cacheMaxBytes: { env: "MUFOLD_CACHE_MAX_BYTES", flag: "cache-max-bytes", default: "268435456", help: "heap bytes the identities a worker keeps in memory may hold together, estimated (4 KiB + 2.5 KiB per observation each holds); with the cache size, whichever is reached first bounds the cache" },
   maxValueBytes: { env: "MUFOLD_MAX_VALUE_BYTES", flag: "max-value-bytes", default: "65536", fingerprint: true, help: "larger record values go to the DLQ" },
   allowFiniteRetention: { env: "MUFOLD_ALLOW_FINITE_RETENTION", flag: "allow-finite-retention", default: "false", boolean: true, help: "run on a topic that deletes records" },
   allowEvictingPolicy: { env: "MUFOLD_ALLOW_EVICTING_POLICY", flag: "allow-evicting-policy", default: "false", boolean: true, help: "fold even when Redis may evict mufold's keys (maxmemory-policy allkeys-*): evicted projection state is lost without an error" },
@@ -179,6 +180,7 @@ const schema = z.object({
     return z.NEVER;
   }),
   cacheSize: integer(1, Number.MAX_SAFE_INTEGER),
+  cacheMaxBytes: integer(1024 * 1024, Number.MAX_SAFE_INTEGER),
   maxValueBytes: integer(1024, 16 * 1024 * 1024),
   allowFiniteRetention: bool,
   allowEvictingPolicy: bool,

@@ -137,6 +137,8 @@ export class IdentityParts {
   private readonly accepted = new Map<string, Accepted>();
   private readonly levels: LevelCounts = { item: 0, set: 0, none: 0 };
   private duplicates = 0;
+  /** Observations the state keeps: one representative per (id, fingerprint). */
+  private representatives = 0;
   private conflictingDeliveries = 0;
   private latest: Observation | null = null;
   private latestStale = false;
@@ -166,6 +168,11 @@ export class IdentityParts {
     return this.isSealed;
   }
 
+  /** Observations held: one per distinct payload of each id (accepted ones and every version of a conflict). */
+  get kept(): number {
+    return this.representatives;
+  }
+
   /** Fold one delivery; the parts change at the next flush. Returns what the delivery was. */
   fold(obs: Observation, fingerprint: string): "new" | "duplicate" | "conflict" | "sealed" {
     this.state.deliveries++;
@@ -177,6 +184,7 @@ export class IdentityParts {
       const own = ownedObservation(obs, this.context);
       versions = new Map<string, FingerprintState>().set(fingerprint, { representative: own, count: 1 }); // (no iterable: faster)
       this.state.byId.set(own.observation_id, versions);
+      this.representatives++;
       this.accept(own.observation_id, own, fingerprint);
       return "new";
     }
@@ -197,6 +205,7 @@ export class IdentityParts {
       return "duplicate";
     }
     versions.set(fingerprint, { representative: ownedObservation(obs, this.context), count: 1 });
+    this.representatives++;
     if (versions.size === 2) {
       this.unaccept(id);
       this.conflictingDeliveries += deliveriesOf(versions);
@@ -210,6 +219,7 @@ export class IdentityParts {
     this.state.deliveries = deliveries;
     for (const [id, versions] of byId) {
       this.state.byId.set(id, versions);
+      this.representatives += versions.size;
       let count = 0;
       for (const v of versions.values()) {
         count += v.count;
@@ -398,6 +408,7 @@ export class IdentityParts {
   private seal(): void {
     this.isSealed = true;
     this.state.byId.clear();
+    this.representatives = 0;
     for (const map of [this.groups, this.accepted, this.parts.subjects, this.parts.history]) map.clear();
     this.parts.conflicts = NO_CONFLICTS;
     this.parts.conflictCounts = NO_CONFLICT_COUNTS;

@@ -49,6 +49,11 @@ export interface ApplierOptions {
    * not written is empty, so it is created without a load. Another writer is still caught by the version check.
    */
   fresh?: boolean;
+  /**
+   * Estimated heap bytes (IdentityModel.heapEstimate) the cached models may hold together, besides the `cacheSize`
+   * bound on their number: the least recently used go first once either is passed (default: no byte bound).
+   */
+  cacheMaxBytes?: number;
   /** Identity writes in flight at once, across concurrent applyAll calls (default 256): bounds the memory a batch holds. */
   inFlight?: number;
   /**
@@ -83,7 +88,10 @@ function feedChange(identity: string, version: number, note: ChangeNote, parts: 
 export const DEFAULT_CAS_ATTEMPTS = 20;
 
 export class IdentityApplier {
+  /** Least recently used first. A model is out of it while it is being applied, and counted in `cacheBytes` while in. */
   private cache = new Map<string, IdentityModel>();
+  private cacheBytes = 0;
+  private readonly cacheMaxBytes: number;
   /** Whether changes are described and digests stored; set before the first apply. */
   feed: boolean;
   private readonly fresh: boolean;
@@ -104,6 +112,7 @@ export class IdentityApplier {
     options: ApplierOptions = {},
   ) {
     this.feed = options.feed ?? true;
+    this.cacheMaxBytes = options.cacheMaxBytes ?? Number.POSITIVE_INFINITY;
     this.fresh = options.fresh ?? false;
     this.inFlight = options.inFlight ?? 256;
     this.casAttempts = options.casAttempts ?? DEFAULT_CAS_ATTEMPTS;
@@ -138,8 +147,24 @@ export class IdentityApplier {
     return this.cache.size;
   }
 
+  /** Estimated heap bytes of the cached models (IdentityModel.heapEstimate). */
+  get cachedBytes(): number {
+    return this.cacheBytes;
+  }
+
   clear(): void {
     this.cache.clear();
+    this.cacheBytes = 0;
+  }
+
+  /** Take a model out of the cache (its estimate as it was put in: a cached model does not change). */
+  private take(key: string): IdentityModel | undefined {
+    const model = this.cache.get(key);
+    if (model !== undefined) {
+      this.cache.delete(key);
+      this.cacheBytes -= model.heapEstimate();
+    }
+    return model;
   }
 
   private async load(generation: number, batch: IdentityBatch): Promise<IdentityModel> {
@@ -149,9 +174,11 @@ export class IdentityApplier {
   }
 
   private remember(key: string, model: IdentityModel): void {
-    this.cache.delete(key);
+    this.take(key);
     this.cache.set(key, model); // Map order is recency order: the first key is the least recent
-    while (this.cache.size > this.cacheSize) this.cache.delete(this.cache.keys().next().value!);
+    this.cacheBytes += model.heapEstimate();
+    // A model larger than the byte bound by itself is not kept either: a miss costs a load, not a wrong answer.
+    while (this.cache.size > this.cacheSize || (this.cache.size > 0 && this.cacheBytes > this.cacheMaxBytes)) this.take(this.cache.keys().next().value!);
   }
 
   /**
@@ -177,10 +204,9 @@ export class IdentityApplier {
   }
 
   private async applyOnce(key: string, generation: number, batch: IdentityBatch, stats: ApplyStats): Promise<void> {
-    let model = this.cache.get(key);
+    let model = this.take(key); // a model is trusted again only after its writes land
     for (let attempt = 1; ; attempt++) {
       model ??= await this.load(generation, batch);
-      this.cache.delete(key); // a model is trusted again only after its writes land
       const stored = model.version;
       const wasNew = stored === 0;
       const plan = model.plan(batch.deliveries, { feed: this.feed });

@@ -111,6 +111,13 @@ function decodeNote(text: string, parts: PartsView, digest: string): ChangeNote 
   }
 }
 
+/**
+ * What a cached model holds on the V8 heap, as the cache's byte bound counts it
+ * (IdentityApplier): above what bench/model-memory.bench.ts measures, which
+ * prints this estimate beside its measurements.
+ */
+export const MODEL_HEAP_BYTES = { base: 4 * 1024, perObservation: 2.5 * 1024 } as const;
+
 export class IdentityModel {
   version = 0;
   watermarks = new Map<string, bigint>();
@@ -170,6 +177,11 @@ export class IdentityModel {
 
   watermark(topic: string, partition: number): bigint {
     return this.watermarks.get(watermarkField(topic, partition)) ?? -1n;
+  }
+
+  /** Heap bytes this model holds, estimated (MODEL_HEAP_BYTES): a sealed identity keeps no observations. */
+  heapEstimate(): number {
+    return MODEL_HEAP_BYTES.base + MODEL_HEAP_BYTES.perObservation * this.inc.kept;
   }
 
   /** The content digest of the current parts (IdentityParts.digest). */

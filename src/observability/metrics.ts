@@ -49,6 +49,8 @@ export interface FoldMetrics {
   readonly consumerLag: Gauge<"topic" | "partition">;
   /** `mufold_identities_cached`: identity models held in the worker's LRU cache. */
   readonly identitiesCached: Gauge;
+  /** `mufold_identity_cache_bytes`: the cached models' heap bytes as the cache estimates them (bounded by MUFOLD_CACHE_MAX_BYTES). */
+  readonly identityCacheBytes: Gauge;
   /** `mufold_partitions_parked{topic,partition}`: 1 for each partition this worker holds at a batch it cannot decode. */
   readonly partitionsParked: Gauge<"topic" | "partition">;
 }
@@ -137,6 +139,11 @@ export function createFoldMetrics(options: RegistryOptions & { registry?: Regist
     identitiesCached: new Gauge({
       name: "mufold_identities_cached",
       help: "Identity models held in the worker's in-memory LRU cache.",
+      registers,
+    }),
+    identityCacheBytes: new Gauge({
+      name: "mufold_identity_cache_bytes",
+      help: "Heap bytes the cached identity models hold, as the cache estimates them (bounded by MUFOLD_CACHE_MAX_BYTES).",
       registers,
     }),
     partitionsParked: new Gauge({

@@ -10,7 +10,8 @@ import { observationMessage } from "../../producers/observation-message.js";
 import { openSender, produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
-import { observationFingerprint, type Observation } from "../../src/core/index.js";
+import { contextOfObservation, observationFingerprint, reducerIdentity, type Observation } from "../../src/core/index.js";
+import { MODEL_HEAP_BYTES } from "../../src/fold/identity-model.js";
 import type { Settings } from "../../src/config/settings.js";
 import { freePort } from "../support/free-port.js";
 
@@ -291,6 +292,16 @@ describe("fold on a real broker and a real Redis", () => {
     const conflicting = [...prints.values()].reduce((a, fps) => a + fps.size - 1, 0);
     expect(conflicting).toBeGreaterThan(0);
     expect(metrics).toMatch(new RegExp(`^mufold_conflicting_deliveries_total ${conflicting}$`, "m"));
+    // Every identity is cached (far below both bounds): the cache's bytes are its estimate of each, from the payloads kept.
+    const kept = new Map<string, Set<string>>();
+    for (const o of observations) {
+      const identity = reducerIdentity(contextOfObservation(o, settings.reducerVersion));
+      if (!kept.has(identity)) kept.set(identity, new Set());
+      kept.get(identity)!.add(`${o.observation_id}\u0000${observationFingerprint(o)}`);
+    }
+    const estimate = [...kept.values()].reduce((sum, payloads) => sum + MODEL_HEAP_BYTES.base + MODEL_HEAP_BYTES.perObservation * payloads.size, 0);
+    expect(metrics).toMatch(new RegExp(`^mufold_identities_cached ${kept.size}$`, "m"));
+    expect(metrics).toMatch(new RegExp(`^mufold_identity_cache_bytes ${estimate}$`, "m"));
     const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: "ready", checks: { redis: "ok", kafka: "ok", group: "ok", outage: "ok", parked: "ok" } });

@@ -30,6 +30,7 @@ const FOLD_METRICS = [
   "mufold_apply_seconds",
   "mufold_consumer_lag",
   "mufold_identities_cached",
+  "mufold_identity_cache_bytes",
 ];
 
 let settings: Settings;

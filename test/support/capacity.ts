@@ -34,6 +34,8 @@ export const CAPACITY = {
 
 export interface WorkerSizing {
   cacheSize: number;
+  /** MUFOLD_CACHE_MAX_BYTES: the cache's bound in (estimated) heap bytes, whichever of the two is reached first. */
+  cacheMaxBytes: number;
   /** The operator's estimate of the deliveries a cached identity holds (1 to 1,024). */
   deliveriesPerIdentity: number;
   fetchMaxBytes: number;
@@ -53,7 +55,7 @@ export interface WorkerMemory {
 
 export function workerMemory(s: WorkerSizing): WorkerMemory {
   const perIdentityBytes = (CAPACITY.identityKiB + CAPACITY.deliveryKiB * s.deliveriesPerIdentity) * KiB;
-  const cached = s.cacheSize * perIdentityBytes;
+  const cached = Math.min(s.cacheSize * perIdentityBytes, s.cacheMaxBytes);
   // Batches in flight: a fetch's bytes, or the concurrent partitions' batches if those are more; decoded.
   const batches = CAPACITY.decodedFactor * Math.max(s.fetchMaxBytes, s.partitionsConcurrency * s.partitionFetchMaxBytes);
   const writes = s.identitiesInFlight * perIdentityBytes;

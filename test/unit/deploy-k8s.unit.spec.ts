@@ -164,6 +164,7 @@ describe("deploy/k8s", () => {
     expect(deliveries).toBeGreaterThanOrEqual(1);
     const expected = workerMemory({
       cacheSize: Number(setting("cacheSize")),
+      cacheMaxBytes: Number(setting("cacheMaxBytes")),
       deliveriesPerIdentity: deliveries,
       fetchMaxBytes: Number(setting("fetchMaxBytes")),
       partitionFetchMaxBytes: Number(setting("partitionFetchMaxBytes")),

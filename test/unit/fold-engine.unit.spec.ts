@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { routeRecords } from "../../src/fold/batch-router.js";
 import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../src/fold/identity-applier.js";
-import { CHANGE_FIELD, DIGEST_FIELD, IdentityModel } from "../../src/fold/identity-model.js";
+import { CHANGE_FIELD, DIGEST_FIELD, IdentityModel, MODEL_HEAP_BYTES } from "../../src/fold/identity-model.js";
 import type { PartOp } from "../../src/fold/delta.js";
 import { simulate, type SimulatedDelivery } from "../../producers/simulation.js";
 import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";
@@ -327,6 +327,62 @@ describe("given a batch of many identities and a store that answers slowly", () 
     expect(store.inFlight).toBe(0);
     const written = await Promise.all(all.map(async (b) => (await store.load(G, b.identity)).meta.v !== undefined));
     expect(written.filter(Boolean).length).toBeLessThan(8); // the first wave, not the whole batch
+  });
+});
+
+describe("given a cache bounded in bytes", () => {
+  /** The memory store, counting loads: a load is a cache miss. */
+  class CountingStore extends MemoryIdentityStore {
+    loads = 0;
+    override async load(...args: Parameters<MemoryIdentityStore["load"]>) {
+      this.loads++;
+      return super.load(...args);
+    }
+  }
+  const one = MODEL_HEAP_BYTES.base + MODEL_HEAP_BYTES.perObservation; // a model holding one observation
+  // Ten identities of two observations each: the first of each in one batch, the second in the next.
+  const agents = [...simulate({ agents: 10, observationsPerAgent: 2, snapshotEvery: 100_000, duplicateRate: 0, conflictRate: 0, seed: 12 })];
+  const routed = routeRecords(agents.map((d, i) => record(d.observation, 0, i)), DECISION).identities;
+  const nth = (k: number): IdentityBatch[] => routed.map((b) => ({ ...b, deliveries: [b.deliveries[k]!] }));
+
+  it("when ten one-observation identities are folded under a bound of three models, then three stay cached and the rest load on their next batch", async () => {
+    expect(routed.map((b) => b.deliveries.length)).toEqual(Array(10).fill(2));
+    const store = new CountingStore();
+    const applier = new IdentityApplier(store, 100, { cacheMaxBytes: 3 * one, feed: false });
+    await applier.applyAll(G, nth(0));
+    expect(applier.cached).toBe(3);
+    expect(applier.cachedBytes).toBe(3 * one);
+    const loadsBefore = store.loads;
+    await applier.applyAll(G, nth(1));
+    expect(store.loads - loadsBefore).toBe(7); // the three cached ones fold without a load
+    expect(applier.cachedBytes).toBeLessThanOrEqual(3 * one);
+    const expected = reducerPackets(agents.map((d) => d.observation));
+    expect((await store.listIdentities(G)).length).toBe(10);
+    for (const id of await store.listIdentities(G)) expect(await store.read(G, id)).toBe(expected.get(id));
+  });
+
+  it("when one identity alone holds more than the bound, then it is not kept, and every batch of it is folded from the store", async () => {
+    const all = oneIdentity(40, { seed: 13 });
+    const store = new CountingStore();
+    const applier = new IdentityApplier(store, 100, { cacheMaxBytes: MODEL_HEAP_BYTES.base + 5 * MODEL_HEAP_BYTES.perObservation, feed: true });
+    for (let i = 0; i < all.length; i += 10) await applier.applyAll(G, delivered(all, i, i + 9));
+    expect(applier.cached).toBe(0);
+    expect(applier.cachedBytes).toBe(0);
+    expect(store.loads).toBe(4); // every batch is a miss (the first loads the empty identity)
+    await expectPacketOf(store, observations(all, 0, all.length - 1));
+  });
+
+  it("when an identity holds conflicting versions, then its estimate counts every version it keeps", () => {
+    const all = oneIdentity(80, { conflictRate: 0.2, seed: 14 });
+    const [batch] = delivered(all, 0, all.length - 1);
+    const model = new IdentityModel(batch!.identity, batch!.context);
+    model.plan(batch!.deliveries);
+    const state = emptyIdentityState();
+    for (const d of all) foldDelivery(state, d.observation);
+    let versions = 0;
+    for (const v of state.byId.values()) versions += v.size;
+    expect(versions).toBeGreaterThan(state.byId.size); // some ids have two payloads
+    expect(model.heapEstimate()).toBe(MODEL_HEAP_BYTES.base + MODEL_HEAP_BYTES.perObservation * versions);
   });
 });
 

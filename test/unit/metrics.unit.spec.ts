@@ -13,6 +13,7 @@ const NAMES = [
   "mufold_apply_seconds",
   "mufold_consumer_lag",
   "mufold_identities_cached",
+  "mufold_identity_cache_bytes",
 ];
 
 describe("fold metrics", () => {
@@ -44,6 +45,7 @@ describe("fold metrics", () => {
     m.consumerLag.set({ topic: "obs", partition: "0" }, 17);
     m.consumerLag.set({ topic: "obs", partition: "3" }, 0);
     m.identitiesCached.set(42);
+    m.identityCacheBytes.set(43008);
     m.batchSeconds.observe(0.012);
     m.batchSeconds.observe(0.3);
     const stop = m.applySeconds.startTimer();
@@ -60,6 +62,7 @@ describe("fold metrics", () => {
     expect(text).toMatch(/^mufold_consumer_lag\{topic="obs",partition="0"\} 17$/m);
     expect(text).toMatch(/^mufold_consumer_lag\{topic="obs",partition="3"\} 0$/m);
     expect(text).toMatch(/^mufold_identities_cached 42$/m);
+    expect(text).toMatch(/^mufold_identity_cache_bytes 43008$/m);
     expect(text).toMatch(/^mufold_batch_seconds_count 2$/m);
     expect(text).toMatch(/^mufold_batch_seconds_bucket\{le="0.025"\} 1$/m);
     expect(text).toMatch(/^mufold_batch_seconds_bucket\{le="\+Inf"\} 2$/m);
