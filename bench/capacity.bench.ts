@@ -33,6 +33,7 @@ import { simulate } from "../producers/simulation.js";
 import { dropPrefix, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../test/support/pipeline.js";
 import { startRedisCluster } from "../test/support/redis-cluster.js";
 import { waitForMembers } from "../test/support/group-members.js";
+import { infoNumber, redisCpuSeconds, redisInfo } from "./redis-info.js";
 
 const { values } = parseArgs({ options: { records: { type: "string", default: "60000" }, json: { type: "string" } } });
 const RECORDS = Number(values.records);
@@ -64,11 +65,10 @@ async function redisStats(nodes: Redis[]): Promise<{ cpuUs: number; memory: numb
   let fcalls = 0;
   const memory: number[] = [];
   for (const node of nodes) {
-    const info = await node.info();
-    const num = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)![1]);
-    cpuUs += (num("used_cpu_user") + num("used_cpu_sys")) * 1e6;
-    memory.push(num("used_memory"));
-    fcalls += Number(/^cmdstat_fcall:calls=(\d+)/m.exec(await node.info("commandstats"))?.[1] ?? 0);
+    cpuUs += (await redisCpuSeconds(node)) * 1e6;
+    memory.push(infoNumber(await redisInfo(node, "memory"), "used_memory"));
+    // INFO commandstats lists a command only once it has been called: no line is no FCALL yet.
+    fcalls += Number(/^cmdstat_fcall:calls=(\d+)/m.exec(await redisInfo(node, "commandstats"))?.[1] ?? 0);
   }
   return { cpuUs, memory, fcalls };
 }
