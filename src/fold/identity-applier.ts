@@ -175,10 +175,13 @@ export class IdentityApplier {
 
   private remember(key: string, model: IdentityModel): void {
     this.take(key);
+    const bytes = model.heapEstimate();
+    // A model larger than the byte bound by itself is not kept (nor does it push the others out): a miss costs a
+    // load, not a wrong answer.
+    if (bytes > this.cacheMaxBytes) return;
     this.cache.set(key, model); // Map order is recency order: the first key is the least recent
-    this.cacheBytes += model.heapEstimate();
-    // A model larger than the byte bound by itself is not kept either: a miss costs a load, not a wrong answer.
-    while (this.cache.size > this.cacheSize || (this.cache.size > 0 && this.cacheBytes > this.cacheMaxBytes)) this.take(this.cache.keys().next().value!);
+    this.cacheBytes += bytes;
+    while (this.cache.size > this.cacheSize || this.cacheBytes > this.cacheMaxBytes) this.take(this.cache.keys().next().value!);
   }
 
   /**

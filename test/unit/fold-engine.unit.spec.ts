@@ -345,17 +345,27 @@ describe("given a cache bounded in bytes", () => {
   const routed = routeRecords(agents.map((d, i) => record(d.observation, 0, i)), DECISION).identities;
   const nth = (k: number): IdentityBatch[] => routed.map((b) => ({ ...b, deliveries: [b.deliveries[k]!] }));
 
-  it("when ten one-observation identities are folded under a bound of three models, then three stay cached and the rest load on their next batch", async () => {
+  it("when ten one-observation identities are folded under a bound of three models, then the three most recent stay cached and the rest load on their next batch", async () => {
     expect(routed.map((b) => b.deliveries.length)).toEqual(Array(10).fill(2));
     const store = new CountingStore();
-    const applier = new IdentityApplier(store, 100, { cacheMaxBytes: 3 * one, feed: false });
+    // One write at a time: the identities are applied, and so used, in their order.
+    const applier = new IdentityApplier(store, 100, { cacheMaxBytes: 3 * one, feed: false, inFlight: 1 });
     await applier.applyAll(G, nth(0));
     expect(applier.cached).toBe(3);
     expect(applier.cachedBytes).toBe(3 * one);
-    const loadsBefore = store.loads;
-    await applier.applyAll(G, nth(1));
-    expect(store.loads - loadsBefore).toBe(7); // the three cached ones fold without a load
-    expect(applier.cachedBytes).toBeLessThanOrEqual(3 * one);
+    const second = nth(1);
+    let loads = store.loads;
+    await applier.applyAll(G, [second[9]!]); // among the three most recent: cached, no load
+    expect(store.loads - loads).toBe(0);
+    loads = store.loads;
+    await applier.applyAll(G, [second[0]!]); // the least recent: evicted, loaded
+    expect(store.loads - loads).toBe(1);
+    // By hand: 7, 8, 9 (one observation each) fill the bound; 9 grows to two and 7 goes; 0 comes back with two
+    // and 8 goes: 9 and 0 are left, two observations each.
+    const two = MODEL_HEAP_BYTES.base + 2 * MODEL_HEAP_BYTES.perObservation;
+    expect(applier.cached).toBe(2);
+    expect(applier.cachedBytes).toBe(2 * two);
+    await applier.applyAll(G, second.slice(1, 9));
     const expected = reducerPackets(agents.map((d) => d.observation));
     expect((await store.listIdentities(G)).length).toBe(10);
     for (const id of await store.listIdentities(G)) expect(await store.read(G, id)).toBe(expected.get(id));
@@ -370,6 +380,19 @@ describe("given a cache bounded in bytes", () => {
     expect(applier.cachedBytes).toBe(0);
     expect(store.loads).toBe(4); // every batch is a miss (the first loads the empty identity)
     await expectPacketOf(store, observations(all, 0, all.length - 1));
+  });
+
+  it("when a model larger than the bound is applied, then the models cached before it stay cached", async () => {
+    const store = new CountingStore();
+    const applier = new IdentityApplier(store, 100, { cacheMaxBytes: 4 * one, feed: false, inFlight: 1 });
+    const small = nth(0).slice(1, 4);
+    await applier.applyAll(G, small);
+    expect(applier.cached).toBe(3);
+    const large = delivered(oneIdentity(40, { seed: 15 }), 0, 39);
+    expect(small.map((b) => b.identity)).not.toContain(large[0]!.identity);
+    await applier.applyAll(G, large);
+    expect(applier.cached).toBe(3);
+    expect(applier.cachedBytes).toBe(3 * one);
   });
 
   it("when an identity holds conflicting versions, then its estimate counts every version it keeps", () => {

@@ -135,6 +135,7 @@ describe("incremental identity parts equal computeParts from scratch", () => {
     sealed.flush();
     expect(sealed.sealed).toBe(true);
     expect(sealed.parts.conflicts.size).toBe(0);
+    expect(sealed.kept).toBe(0);
   });
 
   it("a model loaded from its state equals the one that folded it, digest included", () => {
@@ -148,6 +149,12 @@ describe("incremental identity parts equal computeParts from scratch", () => {
     loaded.flush();
     expect(comparable(loaded.parts)).toEqual(comparable(folded.parts));
     expect(loaded.digest()).toBe(folded.digest());
+    // Both keep one observation per distinct payload of each id, counted from the state itself.
+    let versions = 0;
+    for (const v of folded.state.byId.values()) versions += v.size;
+    expect(versions).toBeGreaterThan(folded.state.byId.size); // some ids have two payloads
+    expect(folded.kept).toBe(versions);
+    expect(loaded.kept).toBe(versions);
   });
 });
 
