@@ -42,9 +42,14 @@ describe("a broker that stops answering while a consumer joins", () => {
       consumer(config: Parameters<Kafka["consumer"]>[0]) {
         const consumer = real.consumer(config);
         const subscribe = consumer.subscribe;
-        // Freeze the broker once the subscription's metadata is in: the next request is the join's lookup.
+        // Freeze the broker once the subscription's metadata is in and the consumer's connection to the broker
+        // node is open (describeGroup looks the coordinator up through it): the next request is then the join's
+        // lookup, whose timeout kafkajs drops, throwing KafkaJSGroupCoordinatorNotFound. Without that connection
+        // the join would first connect to the node, and that connect's timeout escapes as a request timeout
+        // (a CI run saw KafkaJSRequestTimeoutError): a retriable error, not the one this test is about.
         consumer.subscribe = async (subscription) => {
           await subscribe(subscription);
+          await consumer.describeGroup();
           if (!frozen) {
             process.kill(kafkaPid(), "SIGSTOP");
             frozen = true;
