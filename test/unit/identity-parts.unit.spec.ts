@@ -7,7 +7,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
 import { simulate } from "../../producers/simulation.js";
-import { contextOfObservation } from "../../src/core/identity.js";
+import { contextOfObservation, type ReducerContext } from "../../src/core/identity.js";
 import { IdentityParts } from "../../src/core/identity-parts.js";
 import { emptyIdentityState, foldDelivery } from "../../src/core/identity-state.js";
 import { observationFingerprint, type Observation } from "../../src/core/observation.js";
@@ -25,6 +25,14 @@ function comparable(p: PartsView) {
     history: Object.fromEntries([...p.history].map(([id, h]) => [id, [h.member, h.fragment]])),
     conflicts: Object.fromEntries(p.conflicts),
   };
+}
+
+/** Incremental parts of `observations`, folded in order and flushed once. */
+function foldedParts(context: ReducerContext, observations: readonly Observation[]): IdentityParts {
+  const inc = new IdentityParts(context);
+  for (const o of observations) inc.fold(o, observationFingerprint(o));
+  inc.flush();
+  return inc;
 }
 
 function stream(count: number, seed: number, memories: number, conflictRate: number): Observation[] {
@@ -109,19 +117,11 @@ describe("incremental identity parts equal computeParts from scratch", () => {
     const withConflicts = stream(60, 1, 6, 0.2);
     const clean = stream(40, 5, 6, 0);
     const context = contextOfObservation(withConflicts[0]!, "memory_utility_reducer_v0");
-    const before = new IdentityParts(context);
-    for (const o of clean) before.fold(o, observationFingerprint(o));
-    before.flush();
-    const conflicted = new IdentityParts(context);
+    const before = foldedParts(context, clean);
+    const conflicted = foldedParts(context, withConflicts);
     const scratch = emptyIdentityState();
-    for (const o of withConflicts) {
-      conflicted.fold(o, observationFingerprint(o));
-      foldDelivery(scratch, o);
-    }
-    conflicted.flush();
-    const after = new IdentityParts(context);
-    for (const o of clean) after.fold(o, observationFingerprint(o));
-    after.flush();
+    for (const o of withConflicts) foldDelivery(scratch, o);
+    const after = foldedParts(context, clean);
     const expected = computeParts(context, scratch);
     expect(expected.conflicts.size).toBeGreaterThan(0);
     expect(comparable(conflicted.parts)).toEqual(comparable(expected));
@@ -130,9 +130,7 @@ describe("incremental identity parts equal computeParts from scratch", () => {
       expect(model.parts.conflictCounts.size).toBe(0);
     }
     expect(after.digest()).toBe(before.digest());
-    const sealed = new IdentityParts(context);
-    for (const o of stream(1_100, 4, 6, 0.05)) sealed.fold(o, observationFingerprint(o));
-    sealed.flush();
+    const sealed = foldedParts(context, stream(1_100, 4, 6, 0.05));
     expect(sealed.sealed).toBe(true);
     expect(sealed.parts.conflicts.size).toBe(0);
     expect(sealed.kept).toBe(0);
@@ -141,9 +139,7 @@ describe("incremental identity parts equal computeParts from scratch", () => {
   it("a model loaded from its state equals the one that folded it, digest included", () => {
     const observations = stream(200, 9, 6, 0.05);
     const context = contextOfObservation(observations[0]!, "memory_utility_reducer_v0");
-    const folded = new IdentityParts(context);
-    for (const o of observations) folded.fold(o, observationFingerprint(o));
-    folded.flush();
+    const folded = foldedParts(context, observations);
     const loaded = new IdentityParts(context);
     loaded.load(folded.state.byId, folded.state.deliveries);
     loaded.flush();
