@@ -1,8 +1,11 @@
 /**
  * The write side of a replay: folds chunks of records into the shadow
- * generation. Records are decided and grouped by identity as they arrive (so
- * decoding overlaps the chunk in flight), and each identity of a chunk is
- * applied once with all its records. The generation is new, so the applier
+ * generation. Records are grouped by Kafka key as they arrive and decided
+ * only when their group's turn to apply comes (IdentityApplier.applyDeciding),
+ * so a chunk holds the records as Kafka gave them, about the bytes the reader
+ * counts, and only the groups in flight hold decided observations; each
+ * identity of a chunk is applied once with all its records (a key is one
+ * scope, so one identity as a rule). The generation is new, so the applier
  * runs fresh: an identity it has not written is created without a load;
  * another writer of the same identity (a second replay worker) is caught by
  * the version check, and the identity reloaded.
@@ -19,7 +22,7 @@ import type { Settings } from "../src/config/settings.js";
 import type { Logger } from "../src/observability/log.js";
 import { routeRecords } from "../src/fold/batch-router.js";
 import type { SourceRecord } from "../src/fold/dead-letter.js";
-import { IdentityApplier, type IdentityBatch } from "../src/fold/identity-applier.js";
+import { IdentityApplier } from "../src/fold/identity-applier.js";
 import { LogReader, type ChunkBuilder } from "./log-reader.js";
 import { PartitionGuard } from "./partition-guard.js";
 import { connectBuildRedis } from "./replay-redis.js";
@@ -47,13 +50,14 @@ export function addStats(into: BuildStats, from: BuildStats): BuildStats {
 }
 
 interface Chunk {
-  identities: Map<string, IdentityBatch>;
+  /** The chunk's records by Kafka key (latin1; "" for none): decided when their group's turn to apply comes. */
+  groups: Map<string, SourceRecord[]>;
   /** Per partition: the first record the chunk holds (an offset 0 is checked for its origin) and the broker's end offset. */
   partitions: Map<number, { topic: string; first: SourceRecord | undefined; high: bigint }>;
   stats: BuildStats;
 }
 
-const newChunk = (): Chunk => ({ identities: new Map(), partitions: new Map(), stats: emptyStats() });
+const newChunk = (): Chunk => ({ groups: new Map(), partitions: new Map(), stats: emptyStats() });
 
 export class ShadowBuild implements ChunkBuilder {
   readonly stats = emptyStats();
@@ -77,15 +81,13 @@ export class ShadowBuild implements ChunkBuilder {
     const high = BigInt(ctx.highWatermark);
     if (part === undefined) chunk.partitions.set(ctx.partition, { topic: ctx.topic, first: records[0], high });
     else if (high > part.high) part.high = high;
-    const routed = routeRecords(records, { reducerVersion: this.settings.reducerVersion, maxValueBytes: this.settings.maxValueBytes });
-    for (const batch of routed.identities) {
-      const known = chunk.identities.get(batch.identity);
-      if (known === undefined) chunk.identities.set(batch.identity, batch);
-      else for (const d of batch.deliveries) known.deliveries.push(d); // per partition still in offset order
+    for (const r of records) {
+      const key = r.key === null ? "" : r.key.toString("latin1");
+      const group = chunk.groups.get(key);
+      if (group === undefined) chunk.groups.set(key, [r]);
+      else group.push(r); // per partition still in offset order
     }
     chunk.stats.records += records.length;
-    chunk.stats.dlq += routed.rejected.length;
-    for (const r of routed.rejected) chunk.stats.dlqByReason[r.reason] = (chunk.stats.dlqByReason[r.reason] ?? 0) + 1;
   }
 
   async flush(): Promise<void> {
@@ -95,8 +97,15 @@ export class ShadowBuild implements ChunkBuilder {
     await Promise.all(
       [...chunk.partitions].map(([p, part]) => this.guard.check(this.generation, part.topic, p, part.first === undefined ? [] : [part.first], part.high)),
     );
-    if (chunk.identities.size > 0) {
-      const applied = await this.applier.applyAll(this.generation, [...chunk.identities.values()]);
+    if (chunk.groups.size > 0) {
+      const options = { reducerVersion: this.settings.reducerVersion, maxValueBytes: this.settings.maxValueBytes };
+      const stats = chunk.stats;
+      const applied = await this.applier.applyDeciding(this.generation, chunk.groups.values(), (records) => {
+        const routed = routeRecords(records, options);
+        stats.dlq += routed.rejected.length;
+        for (const r of routed.rejected) stats.dlqByReason[r.reason] = (stats.dlqByReason[r.reason] ?? 0) + 1;
+        return routed.identities;
+      });
       chunk.stats.deliveries = applied.applied;
       chunk.stats.duplicatesSkipped = applied.duplicatesSkipped;
     }

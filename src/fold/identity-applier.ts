@@ -84,6 +84,8 @@ function feedChange(identity: string, version: number, note: ChangeNote, parts: 
   return { identity, version, status: note.status, digest: note.digest, deliveries: note.deliveries, proposals, repeated };
 }
 
+const emptyApplyStats = (identities: number): ApplyStats => ({ applied: 0, duplicatesSkipped: 0, conflicting: 0, casRetries: 0, identities, newIdentities: [], changes: [] });
+
 /** The casMaxAttempts setting's default (src/config/settings.ts; a unit test keeps the two equal): the engine reads no settings. */
 export const DEFAULT_CAS_ATTEMPTS = 20;
 
@@ -241,9 +243,39 @@ export class IdentityApplier {
     }
   }
 
+  /**
+   * Apply groups of records that are decided only once their turn comes (`decide` runs inside the slot, so only
+   * the groups in flight hold decided observations): a replay's chunk, grouped by Kafka key. Each group's
+   * identities are indexed just before they are applied.
+   */
+  async applyDeciding<G>(generation: number, groups: Iterable<G>, decide: (group: G) => readonly IdentityBatch[]): Promise<ApplyStats> {
+    const stats = emptyApplyStats(0);
+    let failure: { error: unknown } | undefined;
+    const started: Promise<void>[] = [];
+    for (const group of groups) {
+      started.push(
+        this.slot(async () => {
+          if (failure !== undefined) return;
+          try {
+            const batches = decide(group);
+            if (batches.length === 0) return;
+            stats.identities += batches.length;
+            await this.store.addToIndex(generation, batches.map((b) => b.identity));
+            for (const b of batches) await this.applyIdentity(generation, b, stats);
+          } catch (error) {
+            failure ??= { error };
+          }
+        }),
+      );
+    }
+    await Promise.all(started);
+    if (failure !== undefined) throw failure.error;
+    return stats;
+  }
+
   /** Apply every identity of a batch, up to `inFlight` at once (Redis pipelines the calls). */
   async applyAll(generation: number, batches: readonly IdentityBatch[]): Promise<ApplyStats> {
-    const stats: ApplyStats = { applied: 0, duplicatesSkipped: 0, conflicting: 0, casRetries: 0, identities: batches.length, newIdentities: [], changes: [] };
+    const stats = emptyApplyStats(batches.length);
     // Index first (idempotent): a crash after an apply must not leave an identity unlisted.
     await this.store.addToIndex(generation, batches.map((b) => b.identity));
     // After a failure nothing more starts, and the call returns once the started ones settle: no write of

@@ -103,6 +103,7 @@ describe("dead letters and replay", () => {
     const summary = await runReplay(settings, { verify: true, promote: false }, quietLog);
     expect(summary.records).toBe(observations.length + 1);
     expect(summary.dlq).toBe(1);
+    expect(summary.dlqByReason).toEqual({ value_not_json: 1 }); // the garbage record, decided in its group's turn
     expect(summary.verify!.compared).toBe(expectedPackets(observations).size);
     expect(summary.verify!.notComparable).toBe(0);
     expect(summary.mismatches).toBe(0);

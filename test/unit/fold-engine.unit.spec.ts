@@ -19,6 +19,7 @@ import { emptyIdentityState, foldDelivery } from "../../src/core/identity-state.
 import { computeParts } from "../../src/core/packet-parts.js";
 
 import { sourceRecord } from "../support/source-record.js";
+import type { SourceRecord } from "../../src/fold/dead-letter.js";
 
 const G = 1;
 const DECISION = { reducerVersion: "memory_utility_reducer_v0", maxValueBytes: 65_536 };
@@ -327,6 +328,72 @@ describe("given a batch of many identities and a store that answers slowly", () 
     expect(store.inFlight).toBe(0);
     const written = await Promise.all(all.map(async (b) => (await store.load(G, b.identity)).meta.v !== undefined));
     expect(written.filter(Boolean).length).toBeLessThan(8); // the first wave, not the whole batch
+  });
+
+  /** The records of `many`, grouped as a replay's chunk groups them: by Kafka key, in offset order. */
+  const byKey = () => {
+    const groups = new Map<string, SourceRecord[]>();
+    many.forEach((d, i) => {
+      const r = record(d.observation, 0, i);
+      const key = r.key!.toString("latin1");
+      groups.set(key, [...(groups.get(key) ?? []), r]);
+    });
+    return [...groups.values()];
+  };
+
+  it("when groups of records are decided at their turn with 4 writes in flight, then never more than 4 are decided and unwritten, and every identity is folded", async () => {
+    const store = new SlowStore();
+    const groups = byKey();
+    let decided = 0;
+    let most = 0;
+    const base = store.apply.bind(store);
+    store.apply = async (...args) => {
+      const version = await base(...args);
+      decided--; // this group's observations are written: nothing of it is held any more
+      return version;
+    };
+    const stats = await new IdentityApplier(store, 100, { feed: true, inFlight: 4 }).applyDeciding(G, groups, (records) => {
+      decided++;
+      most = Math.max(most, decided);
+      return routeRecords(records, DECISION).identities;
+    });
+    expect(groups.length).toBe(60);
+    expect(stats.identities).toBe(60);
+    expect(stats.applied).toBe(many.length);
+    expect(most).toBe(4);
+    const expected = reducerPackets(many.map((d) => d.observation));
+    expect((await store.listIdentities(G)).sort()).toEqual([...expected.keys()].sort());
+    for (const id of await store.listIdentities(G)) expect(await store.read(G, id)).toBe(expected.get(id));
+  });
+
+  it("when a group's write fails, then the call fails once the started writes settle, and no later group is decided", async () => {
+    const store = new SlowStore();
+    const groups = byKey();
+    store.failOn = routeRecords(groups[3]!, DECISION).identities[0]!.identity;
+    let decisions = 0;
+    const applier = new IdentityApplier(store, 100, { feed: true, inFlight: 4 });
+    await expect(
+      applier.applyDeciding(G, groups, (records) => {
+        decisions++;
+        return routeRecords(records, DECISION).identities;
+      }),
+    ).rejects.toThrow("store failure");
+    expect(store.inFlight).toBe(0);
+    expect(decisions).toBeLessThan(8); // the first waves, not all 60 groups
+  });
+
+  it("when a group holds no accepted record, then nothing of it is indexed or written", async () => {
+    const store = new MemoryIdentityStore();
+    const bad: SourceRecord = { topic: "t", partition: 0, offset: "0", key: null, value: Buffer.from("garbage") };
+    let rejected = 0;
+    const stats = await new IdentityApplier(store, 100).applyDeciding(G, [[bad]], (records) => {
+      const routed = routeRecords(records, DECISION);
+      rejected += routed.rejected.length;
+      return routed.identities;
+    });
+    expect(rejected).toBe(1);
+    expect(stats).toMatchObject({ identities: 0, applied: 0 });
+    expect(await store.listIdentities(G)).toEqual([]);
   });
 });
 
