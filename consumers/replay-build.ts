@@ -4,8 +4,9 @@
  * only when their group's turn to apply comes (IdentityApplier.applyDeciding),
  * so a chunk holds the records as Kafka gave them, about the bytes the reader
  * counts, and only the groups in flight hold decided observations; each
- * identity of a chunk is applied once with all its records (a key is one
- * scope, so one identity as a rule). The generation is new, so the applier
+ * identity of a chunk is applied once with all its records (a record is
+ * accepted only under its scope's key, so an identity's records all share one
+ * key; a key may hold several identities). The generation is new, so the applier
  * runs fresh: an identity it has not written is created without a load;
  * another writer of the same identity (a second replay worker) is caught by
  * the version check, and the identity reloaded.

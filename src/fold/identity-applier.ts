@@ -54,7 +54,10 @@ export interface ApplierOptions {
    * bound on their number: the least recently used go first once either is passed (default: no byte bound).
    */
   cacheMaxBytes?: number;
-  /** Identity writes in flight at once, across concurrent applyAll calls (default 256): bounds the memory a batch holds. */
+  /**
+   * Identity writes in flight at once, across concurrent applyAll calls (default 256): bounds the memory a batch
+   * holds. For applyDeciding it bounds the groups decided at once (a group, all of one key, is decided whole).
+   */
   inFlight?: number;
   /**
    * Attempts of one identity's version-checked write before the stale version is thrown (the batch is then
@@ -246,7 +249,12 @@ export class IdentityApplier {
   /**
    * Apply groups of records that are decided only once their turn comes (`decide` runs inside the slot, so only
    * the groups in flight hold decided observations): a replay's chunk, grouped by Kafka key. Each group's
-   * identities are indexed just before they are applied.
+   * identities are indexed just before they are applied, one after another.
+   *
+   * Precondition: no identity comes out of two groups, and a group keeps each partition's records in offset
+   * order. Groups run concurrently, so two groups of one identity could apply its later offsets first and the
+   * watermark would then skip the earlier ones. Grouping by Kafka key holds it: a record is accepted only under
+   * its scope's key, so all of an identity's records share one key (one key may still hold several identities).
    */
   async applyDeciding<G>(generation: number, groups: Iterable<G>, decide: (group: G) => readonly IdentityBatch[]): Promise<ApplyStats> {
     const stats = emptyApplyStats(0);

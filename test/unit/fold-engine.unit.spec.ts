@@ -382,6 +382,24 @@ describe("given a batch of many identities and a store that answers slowly", () 
     expect(decisions).toBeLessThan(8); // the first waves, not all 60 groups
   });
 
+  it("when one key's group holds several identities (snapshots changed) over two partitions, then each identity gets all its records, in order", async () => {
+    // One agent, a new retrieval snapshot every 7 steps: one scope key, several reducer identities; a foreign
+    // partitioner put the key's records on two partitions (offsets counted per partition).
+    const log = [...simulate({ agents: 1, observationsPerAgent: 40, snapshotEvery: 7, duplicateRate: 0.15, conflictRate: 0.1, seed: 21 })];
+    const offsets = [0, 0];
+    const records = log.map((d, i) => record(d.observation, i % 2, offsets[i % 2]!++));
+    const group = [...records]; // one key: the chunk holds them as one group, in arrival order
+    expect(new Set(group.map((r) => r.key!.toString("latin1"))).size).toBe(1);
+    const store = new MemoryIdentityStore();
+    const stats = await new IdentityApplier(store, 100, { inFlight: 4 }).applyDeciding(G, [group], (rs) => routeRecords(rs, DECISION).identities);
+    const expected = reducerPackets(log.map((d) => d.observation));
+    expect(expected.size).toBeGreaterThan(3);
+    expect(stats.identities).toBe(expected.size);
+    expect(stats.applied).toBe(log.length);
+    expect((await store.listIdentities(G)).sort()).toEqual([...expected.keys()].sort());
+    for (const [id, packet] of expected) expect(await store.read(G, id)).toBe(packet);
+  });
+
   it("when a group holds no accepted record, then nothing of it is indexed or written", async () => {
     const store = new MemoryIdentityStore();
     const bad: SourceRecord = { topic: "t", partition: 0, offset: "0", key: null, value: Buffer.from("garbage") };
