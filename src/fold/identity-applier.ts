@@ -258,26 +258,13 @@ export class IdentityApplier {
    */
   async applyDeciding<G>(generation: number, groups: Iterable<G>, decide: (group: G) => readonly IdentityBatch[]): Promise<ApplyStats> {
     const stats = emptyApplyStats(0);
-    let failure: { error: unknown } | undefined;
-    const started: Promise<void>[] = [];
-    for (const group of groups) {
-      started.push(
-        this.slot(async () => {
-          if (failure !== undefined) return;
-          try {
-            const batches = decide(group);
-            if (batches.length === 0) return;
-            stats.identities += batches.length;
-            await this.store.addToIndex(generation, batches.map((b) => b.identity));
-            for (const b of batches) await this.applyIdentity(generation, b, stats);
-          } catch (error) {
-            failure ??= { error };
-          }
-        }),
-      );
-    }
-    await Promise.all(started);
-    if (failure !== undefined) throw failure.error;
+    await this.eachInSlots(groups, async (group) => {
+      const batches = decide(group);
+      if (batches.length === 0) return;
+      stats.identities += batches.length;
+      await this.store.addToIndex(generation, batches.map((b) => b.identity));
+      for (const b of batches) await this.applyIdentity(generation, b, stats);
+    });
     return stats;
   }
 
@@ -286,18 +273,26 @@ export class IdentityApplier {
     const stats = emptyApplyStats(batches.length);
     // Index first (idempotent): a crash after an apply must not leave an identity unlisted.
     await this.store.addToIndex(generation, batches.map((b) => b.identity));
-    // After a failure nothing more starts, and the call returns once the started ones settle: no write of
-    // this batch lands after its caller has moved on (to retry it).
+    await this.eachInSlots(batches, (b) => this.applyIdentity(generation, b, stats));
+    return stats;
+  }
+
+  /**
+   * Run `work` for each item, up to `inFlight` at once. After a failure nothing more starts, and the call throws
+   * the first failure once the started ones settle: no write lands after its caller has moved on (to retry it).
+   */
+  private async eachInSlots<T>(items: Iterable<T>, work: (item: T) => Promise<void>): Promise<void> {
     let failure: { error: unknown } | undefined;
-    await Promise.all(
-      batches.map((b) =>
+    const started: Promise<void>[] = [];
+    for (const item of items) {
+      started.push(
         this.slot(async () => {
           if (failure !== undefined) return;
-          await this.applyIdentity(generation, b, stats).catch((error: unknown) => void (failure ??= { error }));
+          await work(item).catch((error: unknown) => void (failure ??= { error }));
         }),
-      ),
-    );
+      );
+    }
+    await Promise.all(started);
     if (failure !== undefined) throw failure.error;
-    return stats;
   }
 }

@@ -388,10 +388,10 @@ describe("given a batch of many identities and a store that answers slowly", () 
     const log = [...simulate({ agents: 1, observationsPerAgent: 40, snapshotEvery: 7, duplicateRate: 0.15, conflictRate: 0.1, seed: 21 })];
     const offsets = [0, 0];
     const records = log.map((d, i) => record(d.observation, i % 2, offsets[i % 2]!++));
-    const group = [...records]; // one key: the chunk holds them as one group, in arrival order
-    expect(new Set(group.map((r) => r.key!.toString("latin1"))).size).toBe(1);
+    // One key: the chunk holds them as one group, in arrival order.
+    expect(new Set(records.map((r) => r.key!.toString("latin1"))).size).toBe(1);
     const store = new MemoryIdentityStore();
-    const stats = await new IdentityApplier(store, 100, { inFlight: 4 }).applyDeciding(G, [group], (rs) => routeRecords(rs, DECISION).identities);
+    const stats = await new IdentityApplier(store, 100, { inFlight: 4 }).applyDeciding(G, [records], (rs) => routeRecords(rs, DECISION).identities);
     const expected = reducerPackets(log.map((d) => d.observation));
     expect(expected.size).toBeGreaterThan(3);
     expect(stats.identities).toBe(expected.size);
