@@ -73,6 +73,34 @@ export function historyPart(obs: Observation, subjectId: string, fingerprint: st
   return { member: historyMember(obs.created_at, obs.observation_id), fragment: historyEntryStored(obs, fingerprint, subjectId), hash: "" };
 }
 
+/**
+ * A history part whose fragment is written when first read. A one-shot
+ * reduction (the CLI) assembles at most MAX_PROJECTION_HISTORY entries plus
+ * each subject's latest, so past that bound most fragments are never read:
+ * at 1,000 deliveries, writing them all was ~7% of the reduction.
+ */
+class DeferredHistoryPart implements HistoryPart {
+  readonly member: string;
+  hash = "";
+  private written: string | null = null;
+
+  constructor(
+    private readonly obs: Observation,
+    private readonly subjectId: string,
+    private readonly fingerprint: string,
+  ) {
+    this.member = historyMember(obs.created_at, obs.observation_id);
+  }
+
+  get fragment(): string {
+    return (this.written ??= historyEntryStored(this.obs, this.fingerprint, this.subjectId));
+  }
+
+  set fragment(text: string) {
+    this.written = text;
+  }
+}
+
 /** Same observations, same representatives, same order: the subject is unchanged. */
 function sameItems(a: readonly Observation[], b: readonly Observation[]): boolean {
   if (a.length !== b.length) return false;
@@ -245,7 +273,13 @@ export function invalidRequestJson(message: string): string {
 }
 
 /** The parts of an identity state; `previous` lets unchanged subjects keep their fragment. */
-export function computeParts(context: ReducerContext, state: IdentityState, previous: PartsView = emptyParts()): PartsView {
+export function computeParts(
+  context: ReducerContext,
+  state: IdentityState,
+  previous: PartsView = emptyParts(),
+  /** "on read": history fragments are written when first read (for one assembly; see DeferredHistoryPart). */
+  historyFragments: "now" | "on read" = "now",
+): PartsView {
   const a = analyzeIdentityState(state);
   const rejectedPacket = boundsRejection(context, a);
   const parts: PartsView = {
@@ -267,7 +301,10 @@ export function computeParts(context: ReducerContext, state: IdentityState, prev
     if (failure === null && part.recheckFailure !== null) failure = `projection subject ${group.subjectId} ${part.recheckFailure} is inconsistent`;
     if (part.proposal !== null) proposals.push({ state: part.conflict ? "conflict" : "review" });
     parts.subjects.set(group.subjectId, part);
-    for (const obs of group.items) parts.history.set(obs.observation_id, historyPart(obs, group.subjectId, a.fingerprintOf.get(obs)!));
+    for (const obs of group.items) {
+      const fingerprint = a.fingerprintOf.get(obs)!;
+      parts.history.set(obs.observation_id, historyFragments === "now" ? historyPart(obs, group.subjectId, fingerprint) : new DeferredHistoryPart(obs, group.subjectId, fingerprint));
+    }
   }
   for (const c of a.conflicts) {
     const id = c.observation_id as string;

@@ -66,7 +66,7 @@ function requestOf(source: PyObject): {
 export function reduceObservationsJson(input: ReduceInput): { json: string; ok: boolean } {
   const prepared = prepareReduction(input);
   if (prepared.kind === "packet") return { json: canonicalJson(prepared.packet), ok: prepared.packet.ok === true };
-  const parts = computeParts(prepared.context, prepared.state);
+  const parts = computeParts(prepared.context, prepared.state, undefined, "on read"); // assembled once, right here
   return { json: assembleParts(parts), ok: parts.rejected === null };
 }
 

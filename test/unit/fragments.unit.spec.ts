@@ -71,3 +71,22 @@ describe("the fragment path equals the object path of the reducer", () => {
     expect(identities).toBeGreaterThan(100);
   }, 120_000);
 });
+
+describe("history fragments written on read (the one-shot reduction's assembly)", () => {
+  // One agent and one snapshot: every observation is one identity's, ~90% of them accepted.
+  const oneIdentity = (deliveries: number) => [...simulate({ agents: 1, observationsPerAgent: deliveries, snapshotEvery: 1e9, duplicateRate: 0.1, conflictRate: 0.01, memories: 6, seed: 3 })].map((d) => d.observation);
+
+  it.each([40, 300, 1000])("assemble to the object path's bytes at %i deliveries (below and past the 256 history entries a packet holds)", (deliveries) => {
+    const all = oneIdentity(deliveries);
+    const context = contextOfObservation(all[0]!, "memory_utility_reducer_v0");
+    const state = emptyIdentityState();
+    for (const o of all) foldDelivery(state, o);
+    const expected = canonicalJson(projectIdentityState(context, state));
+    const parts = computeParts(context, state, undefined, "on read");
+    expect(assembleParts(parts)).toBe(expected);
+    // Read again (each fragment is written once and kept), and equal to the fragments written at once.
+    expect(assembleParts(parts)).toBe(expected);
+    const now = computeParts(context, state);
+    for (const [id, h] of now.history) expect(parts.history.get(id)!.fragment).toBe(h.fragment);
+  });
+});
