@@ -39,6 +39,13 @@ export interface LogReaderOptions {
   others?: readonly number[];
   /** The open chunk's budget: past it the reader stops fetching until the chunk in flight is applied. */
   chunkBytes: number;
+  /**
+   * Compressed record bytes one fetch brings, of all the reader's partitions and of one (the fold's
+   * MUFOLD_FETCH_MAX_BYTES and MUFOLD_PARTITION_FETCH_MAX_BYTES): kafkajs decodes a whole fetch before it
+   * hands out a batch, so this, not only the chunks, is what the reader holds.
+   */
+  fetchMaxBytes: number;
+  partitionFetchMaxBytes: number;
   log: Logger;
   /** Positions advanced (a chunk was applied). */
   onAdvance?(): void;
@@ -97,6 +104,8 @@ export class LogReader {
       fromBeginning: true,
       // The group is thrown away and never resumed from: its commits need not hold up the next batch.
       commitInBackground: true,
+      maxBytes: options.fetchMaxBytes,
+      maxBytesPerPartition: options.partitionFetchMaxBytes,
       onCommitError: () => undefined,
       onBatch: (records, ctx) => reader.onBatch(records, ctx),
       onCrash: (error) => {

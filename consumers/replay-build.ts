@@ -148,6 +148,8 @@ export class LocalShadow {
         others: opts.others ?? [],
         builder: build,
         chunkBytes: opts.chunkBytes,
+        fetchMaxBytes: opts.settings.fetchMaxBytes,
+        partitionFetchMaxBytes: opts.settings.partitionFetchMaxBytes,
         log: opts.log,
         ...(opts.onAdvance ? { onAdvance: opts.onAdvance } : {}),
       });
