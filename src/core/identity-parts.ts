@@ -106,10 +106,15 @@ interface Accepted {
   history: HistoryPart;
 }
 
-/** Index of the first member not below `member` in byte order (the order key's order: see sort-keys.ts). */
+/**
+ * Index of the first member not below `member` in byte order (the order key's order: see sort-keys.ts).
+ * A new observation is usually the latest, so the last member is tried first: on a cached model that has
+ * gone cold between batches each step of the search is a cache miss (~5 µs a search at ~100 members).
+ */
 function memberBound(items: readonly HistoryPart[], member: string): number {
   let lo = 0;
   let hi = items.length;
+  if (hi > 0 && compareBytes(items[hi - 1]!.member, member) < 0) return hi;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     if (compareBytes(items[mid]!.member, member) < 0) lo = mid + 1;
