@@ -31,43 +31,55 @@ class RecordingBuilder implements ChunkBuilder {
   async flush(): Promise<void> {}
 }
 
-async function readAll(partitionFetchMaxBytes: number): Promise<number[]> {
-  const settings = testSettings({ partitions: 1 });
+/** Produce RECORDS records round robin over `partitions` partitions, then read them all with these fetch bounds. */
+async function readAll(partitions: number, fetchMaxBytes: number, partitionFetchMaxBytes: number): Promise<number[]> {
+  const settings = testSettings({ partitions });
   cleanups.push(() => deleteTopics(settings.brokers, [settings.topic]));
-  await createTopics(settings.brokers, [{ topic: settings.topic, partitions: 1 }]);
+  await createTopics(settings.brokers, [{ topic: settings.topic, partitions }]);
   const kafka = createKafka({ brokers: settings.brokers, clientId: "replay-reader-test" });
   const producer = kafka.producer();
   await producer.connect();
-  // One send per record, uncompressed: one record batch of ~1 KB each, so a fetch's size is counted in records.
-  for (let i = 0; i < RECORDS; i++) await producer.send({ topic: settings.topic, messages: [{ key: `k${i}`, value: String(i).padEnd(VALUE_BYTES, "x") }] });
-  await producer.disconnect();
+  try {
+    // One send per record, uncompressed: one record batch of ~1 KB each, so a fetch's size is counted in records.
+    for (let i = 0; i < RECORDS; i++) {
+      await producer.send({ topic: settings.topic, messages: [{ key: `k${i}`, value: String(i).padEnd(VALUE_BYTES, "x"), partition: i % partitions }] });
+    }
+  } finally {
+    await producer.disconnect();
+  }
   const builder = new RecordingBuilder();
   const reader = await LogReader.start(kafka, {
     topic: settings.topic,
     groupId: `${settings.group}.reader`,
-    targets: new Map([[0, BigInt(RECORDS)]]),
+    targets: new Map(Array.from({ length: partitions }, (_, p) => [p, BigInt(RECORDS / partitions)] as const)),
     builder,
     chunkBytes: 1 << 20,
-    fetchMaxBytes: 2 * partitionFetchMaxBytes,
+    fetchMaxBytes,
     partitionFetchMaxBytes,
     log: quietLog,
   });
   cleanups.push(() => reader.stop());
-  await waitFor("the reader reaches its target", async () => (reader.reached() ? true : undefined), 60_000);
+  await waitFor("the reader reaches its targets", async () => (reader.reached() ? true : undefined), 60_000);
   return builder.batches;
 }
 
 describe("replay log reader", () => {
-  it("fetches at most the partition fetch bound at a time", async () => {
-    const bounded = await readAll(4096);
+  // 4 KiB holds three of these ~1.1 KB record batches; Kafka also returns a first batch that does not fit.
+  it("fetches at most the partition fetch bound of a partition at a time", async () => {
+    const bounded = await readAll(1, 1 << 20, 4096);
     expect(bounded.reduce((a, b) => a + b, 0)).toBe(RECORDS);
-    // 4 KiB holds three of these ~1.1 KB record batches; Kafka also returns a first batch that does not fit.
     expect(Math.max(...bounded)).toBeLessThanOrEqual(4);
     expect(bounded.length).toBeGreaterThanOrEqual(RECORDS / 4);
   });
 
-  it("and with a bound above the log, takes it in one fetch (what kafkajs's defaults would do)", async () => {
-    const unbounded = await readAll(1 << 20);
-    expect(unbounded).toEqual([RECORDS]);
+  it("and at most the fetch bound of all its partitions together", async () => {
+    const bounded = await readAll(3, 4096, 1 << 20);
+    expect(bounded.reduce((a, b) => a + b, 0)).toBe(RECORDS);
+    expect(Math.max(...bounded)).toBeLessThanOrEqual(4);
+  });
+
+  it("and with bounds above the log, takes it in one fetch (what kafkajs's defaults would do)", async () => {
+    expect(await readAll(1, 1 << 20, 1 << 20)).toEqual([RECORDS]);
+    expect(await readAll(3, 1 << 20, 1 << 20)).toEqual([RECORDS / 3, RECORDS / 3, RECORDS / 3]);
   });
 });
