@@ -95,10 +95,6 @@ class DeferredHistoryPart implements HistoryPart {
   get fragment(): string {
     return (this.written ??= historyEntryStored(this.obs, this.fingerprint, this.subjectId));
   }
-
-  set fragment(text: string) {
-    this.written = text;
-  }
 }
 
 /** Same observations, same representatives, same order: the subject is unchanged. */
