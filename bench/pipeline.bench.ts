@@ -386,6 +386,8 @@ for (const rate of run("latency") ? String(values["latency-rate"]).split(",").ma
 // every second); a worker that dies first (out of memory) gives null, not a number.
 const rssByIdentities: Record<string, number | null> = {};
 const rssPeakByIdentities: Record<string, number | null> = {};
+// The mean of the samples while folding: the point after catching up moves by ±30 MiB with the collection cycle.
+const rssMeanByIdentities: Record<string, number | null> = {};
 const rssOf = (pid: number): number => Number(execFileSync("ps", ["-o", "rss=", "-p", String(pid)]).toString().trim()) * 1024;
 for (const n of run("memory") ? String(values["memory-identities"]).split(",").map(Number) : []) {
   const settings = { ...testSettings(), partitions: 12 };
@@ -395,9 +397,14 @@ for (const n of run("memory") ? String(values["memory-identities"]).split(",").m
   // of memory exits before catching up, and its point is null).
   const child = spawnWorker(settings, { MUFOLD_CACHE_SIZE: String(values["cache-size"]), NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --max-old-space-size=384`.trim() });
   let peak = 0;
+  let sum = 0;
+  let samples = 0;
   const sampler = setInterval(() => {
     try {
-      peak = Math.max(peak, rssOf(child.pid!));
+      const rss = rssOf(child.pid!);
+      peak = Math.max(peak, rss);
+      sum += rss;
+      samples++;
     } catch {
       // gone
     }
@@ -416,10 +423,13 @@ for (const n of run("memory") ? String(values["memory-identities"]).split(",").m
     rssByIdentities[String(n)] = null;
   }
   rssPeakByIdentities[String(n)] = Math.round(peak / 1024 / 1024);
+  rssMeanByIdentities[String(n)] = samples === 0 ? null : Math.round(sum / samples / 1024 / 1024);
+  out(`worker RSS while folding ${n} identities, mean of ${samples} samples (one a second)`, rssMeanByIdentities[String(n)] ?? "none", "MiB");
   await dropPrefix(settings);
 }
 result.rss_mib_by_identities = rssByIdentities;
 result.rss_peak_mib_by_identities = rssPeakByIdentities;
+result.rss_mean_mib_by_identities = rssMeanByIdentities;
 result.rss_cache_size = Number(values["cache-size"]);
 result.rss_max_old_space_mb = 384;
 // Null when the point was not run (e.g. 300k identities is too long for one run here).

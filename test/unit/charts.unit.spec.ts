@@ -143,4 +143,12 @@ describe("the benchmark pictures from docs/benchmarks.json's keys", () => {
     ]);
     expect(textOf(byClass(svg, "subtitle")[0]!)).toContain("no point at 300,000");
   });
+
+  it("memory: the mean RSS while folding is a series of its own when the run wrote it", () => {
+    const svg = parseXml(memoryChart({ rss_mib_by_identities: { "10000": 272 }, rss_peak_mib_by_identities: { "10000": 274 }, rss_mean_mib_by_identities: { "10000": 250, "300000": 475 } }));
+    expect(byClass(svg, "point").filter((p) => p.attrs["data-series"] === "mean RSS while folding").map((p) => [n(p, "data-x"), n(p, "data-value")])).toEqual([
+      [10_000, 250],
+      [300_000, 475],
+    ]);
+  });
 });
