@@ -386,7 +386,10 @@ for (const rate of run("latency") ? String(values["latency-rate"]).split(",").ma
 // every second); a worker that dies first (out of memory) gives null, not a number.
 const rssByIdentities: Record<string, number | null> = {};
 const rssPeakByIdentities: Record<string, number | null> = {};
-// The mean of the samples while folding: the point after catching up moves by ±30 MiB with the collection cycle.
+// The mean of the once-a-second samples from the worker's spawn to caught up (null below MIN_MEAN_SAMPLES: a
+// fold that short is mostly the worker's start). The point after catching up is one reading, 329–398 MiB in four
+// runs at 300k on one day.
+const MIN_MEAN_SAMPLES = 5;
 const rssMeanByIdentities: Record<string, number | null> = {};
 const rssOf = (pid: number): number => Number(execFileSync("ps", ["-o", "rss=", "-p", String(pid)]).toString().trim()) * 1024;
 for (const n of run("memory") ? String(values["memory-identities"]).split(",").map(Number) : []) {
@@ -403,8 +406,11 @@ for (const n of run("memory") ? String(values["memory-identities"]).split(",").m
     try {
       const rss = rssOf(child.pid!);
       peak = Math.max(peak, rss);
-      sum += rss;
-      samples++;
+      if (rss > 0) {
+        // (ps gives 0 for a process between its exit and its reaping)
+        sum += rss;
+        samples++;
+      }
     } catch {
       // gone
     }
@@ -423,8 +429,8 @@ for (const n of run("memory") ? String(values["memory-identities"]).split(",").m
     rssByIdentities[String(n)] = null;
   }
   rssPeakByIdentities[String(n)] = Math.round(peak / 1024 / 1024);
-  rssMeanByIdentities[String(n)] = samples === 0 ? null : Math.round(sum / samples / 1024 / 1024);
-  out(`worker RSS while folding ${n} identities, mean of ${samples} samples (one a second)`, rssMeanByIdentities[String(n)] ?? "none", "MiB");
+  rssMeanByIdentities[String(n)] = samples < MIN_MEAN_SAMPLES ? null : Math.round(sum / samples / 1024 / 1024);
+  out(`worker RSS from spawn to caught up, ${n} identities: mean of ${samples} samples (one a second)`, rssMeanByIdentities[String(n)] ?? `none (fewer than ${MIN_MEAN_SAMPLES})`, "MiB");
   await dropPrefix(settings);
 }
 result.rss_mib_by_identities = rssByIdentities;

@@ -101,7 +101,7 @@ export function memoryChart(json: BenchJson): string {
   const series: Series[] = [
     { name: "RSS after catching up", points: pointsOf(json.rss_mib_by_identities) },
     { name: "peak RSS while folding", points: pointsOf(json.rss_peak_mib_by_identities) },
-    { name: "mean RSS while folding", points: pointsOf(json.rss_mean_mib_by_identities) },
+    { name: "mean RSS, spawn to caught up", points: pointsOf(json.rss_mean_mib_by_identities) },
   ].filter((s) => s.points.length > 0);
   // A worker that ran out of memory has a null point: say so, rather than let the line end quietly.
   const died = Object.entries((json.rss_mib_by_identities ?? {}) as Record<string, unknown>)

@@ -144,11 +144,14 @@ describe("the benchmark pictures from docs/benchmarks.json's keys", () => {
     expect(textOf(byClass(svg, "subtitle")[0]!)).toContain("no point at 300,000");
   });
 
-  it("memory: the mean RSS while folding is a series of its own when the run wrote it", () => {
-    const svg = parseXml(memoryChart({ rss_mib_by_identities: { "10000": 272 }, rss_peak_mib_by_identities: { "10000": 274 }, rss_mean_mib_by_identities: { "10000": 250, "300000": 475 } }));
-    expect(byClass(svg, "point").filter((p) => p.attrs["data-series"] === "mean RSS while folding").map((p) => [n(p, "data-x"), n(p, "data-value")])).toEqual([
-      [10_000, 250],
-      [300_000, 475],
+  it("memory: the mean RSS from spawn to caught up is a series of its own when the run wrote it; its null points are left out", () => {
+    const series = (json: Record<string, unknown>) => byClass(parseXml(memoryChart(json)), "point").map((p) => [p.attrs["data-series"], n(p, "data-x"), n(p, "data-value")]);
+    const base = { rss_mib_by_identities: { "10000": 272, "300000": 359 } };
+    expect(series({ ...base, rss_mean_mib_by_identities: { "10000": null, "50000": 359, "300000": 446 } }).filter(([s]) => s === "mean RSS, spawn to caught up")).toEqual([
+      ["mean RSS, spawn to caught up", 50_000, 359],
+      ["mean RSS, spawn to caught up", 300_000, 446],
     ]);
+    // A JSON without the key (written before it existed): no mean series.
+    expect(new Set(series(base).map(([s]) => s))).toEqual(new Set(["RSS after catching up"]));
   });
 });
