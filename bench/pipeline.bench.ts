@@ -387,7 +387,7 @@ for (const rate of run("latency") ? String(values["latency-rate"]).split(",").ma
 const rssByIdentities: Record<string, number | null> = {};
 const rssPeakByIdentities: Record<string, number | null> = {};
 // The mean of the once-a-second samples from the worker's spawn to caught up (null below MIN_MEAN_SAMPLES: a
-// fold that short is mostly the worker's start). The point after catching up is one reading, 329–398 MiB in four
+// fold that short is mostly the worker's start). The point after catching up is one reading, 329–398 MiB in five
 // runs at 300k on one day.
 const MIN_MEAN_SAMPLES = 5;
 const rssMeanByIdentities: Record<string, number | null> = {};
