@@ -386,9 +386,8 @@ for (const rate of run("latency") ? String(values["latency-rate"]).split(",").ma
 // every second); a worker that dies first (out of memory) gives null, not a number.
 const rssByIdentities: Record<string, number | null> = {};
 const rssPeakByIdentities: Record<string, number | null> = {};
-// The mean of the once-a-second samples from the worker's spawn to caught up (null below MIN_MEAN_SAMPLES: a
-// fold that short is mostly the worker's start). The point after catching up is one reading, 329–398 MiB in five
-// runs at 300k on one day.
+// The mean of the once-a-second samples from the worker's spawn to caught up, beside the single reading after
+// catching up, which varies more between runs (null below MIN_MEAN_SAMPLES: a fold that short is mostly the start).
 const MIN_MEAN_SAMPLES = 5;
 const rssMeanByIdentities: Record<string, number | null> = {};
 const rssOf = (pid: number): number => Number(execFileSync("ps", ["-o", "rss=", "-p", String(pid)]).toString().trim()) * 1024;
