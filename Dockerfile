@@ -39,10 +39,10 @@ COPY bin bin
 # image's unprivileged "node" user, by number so that Kubernetes' runAsNonRoot can check it.
 USER 1000:1000
 EXPOSE 8080
-# The flags of bin/mufold.js's shebang (a 32 MiB young generation, docs/operations.md
-# "Capacity"); --max-old-space-size is per deployment (NODE_OPTIONS, or the command as
+# The flags of bin/mufold.js's shebang (a 32 MiB young generation and no allocation-site
+# pretenuring: consumers/fold-process.ts, docs/operations.md "Capacity"); --max-old-space-size is per deployment (NODE_OPTIONS, or the command as
 # deploy/k8s/fold.yaml sets it).
-ENTRYPOINT ["node", "--max-semi-space-size=32", "bin/mufold.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=32", "--no-allocation-site-pretenuring", "bin/mufold.js"]
 CMD ["fold", "--http-port", "8080", "--http-host", "0.0.0.0"]
 # Liveness: the process answers HTTP (no curl in slim images: Node's fetch). A command
 # without HTTP (setup, replay) has no /healthz: run those with --no-healthcheck

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=32
+#!/usr/bin/env -S node --max-semi-space-size=32 --no-allocation-site-pretenuring
 // Thin launcher: the CLI is compiled to dist/ by `npm ci` (the prepare script).
 import { main } from "../dist/src/cli/main.js";
 

@@ -17,6 +17,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dockerIgnored, last, parseDockerfile, type Dockerfile, type Instruction, type Stage } from "../support/dockerfile.js";
+import { WORKER_NODE_FLAGS } from "../../consumers/fold-process.js";
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -132,7 +133,7 @@ describe("the Dockerfile", () => {
     const user = last(runtime, "USER")!.args[0]!;
     expect(user.split(":")[0]).not.toMatch(/^(0|root)$/);
     expect(Number(user.split(":")[0])).toBeGreaterThan(0);
-    expect(entrypoint).toEqual(["node", "--max-semi-space-size=32", "bin/mufold.js"]);
+    expect(entrypoint).toEqual(["node", ...WORKER_NODE_FLAGS, "bin/mufold.js"]);
     const cmd = last(runtime, "CMD")!.args;
     expect(cmd[0]).toBe("fold");
     const port = cmd[cmd.indexOf("--http-port") + 1];

@@ -20,7 +20,7 @@ export const CAPACITY = {
   decodedFactor: 10,
   /** The old space grows to about twice its live size before a full collection. */
   oldSpaceHeadroom: 2,
-  /** Young generation with --max-semi-space-size=32 (bin/mufold.js, the Dockerfile). */
+  /** Young generation with --max-semi-space-size=32 (WORKER_NODE_FLAGS: bin/mufold.js, the Dockerfile). */
   youngGenerationMiB: 96,
   /**
    * docs/deployment.md: what lives outside the V8 heap (Node itself, socket and

@@ -10,6 +10,7 @@ import { readFileSync } from "node:fs";
 import { delimiter, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { WORKER_NODE_FLAGS } from "../../consumers/fold-process.js";
 
 const BIN = fileURLToPath(new URL("../../bin/mufold.js", import.meta.url));
 const PACKAGE = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -22,6 +23,12 @@ describe(`bin/mufold.js on ${process.version}`, () => {
   it("the shebang's node is the Node running this tier", () => {
     const r = spawnSync("sh", ["-c", "command -v node"], { env, encoding: "utf8" });
     expect(r.stdout.trim()).toBe(process.execPath);
+  });
+
+  it("the shebang starts Node with the worker flags every mufold process runs with (WORKER_NODE_FLAGS)", () => {
+    const shebang = readFileSync(BIN, "utf8").split("\n")[0]!;
+    expect(shebang).toBe(`#!/usr/bin/env -S node ${WORKER_NODE_FLAGS.join(" ")}`);
+    expect(WORKER_NODE_FLAGS).toEqual(["--max-semi-space-size=32", "--no-allocation-site-pretenuring"]);
   });
 
   it("--version prints the version of package.json", () => {

@@ -10,6 +10,7 @@ import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { SETTINGS, type SettingName } from "../../src/config/settings.js";
+import { WORKER_NODE_FLAGS } from "../../consumers/fold-process.js";
 import { workerMemory } from "../support/capacity.js";
 import { flagValue, registryEnvNames, statusOf, yamlDocuments } from "../support/deploy.js";
 import { last, parseDockerfile } from "../support/dockerfile.js";
@@ -173,7 +174,7 @@ describe("deploy/k8s", () => {
     });
     const c = only(fold);
     // The image's ENTRYPOINT with the old space added: the young generation the formula counts is there too.
-    expect(c.command).toEqual(["node", "--max-semi-space-size=32", `--max-old-space-size=${expected.maxOldSpaceMiB}`, "bin/mufold.js"]);
+    expect(c.command).toEqual(["node", ...WORKER_NODE_FLAGS, `--max-old-space-size=${expected.maxOldSpaceMiB}`, "bin/mufold.js"]);
     expect(c.resources!.limits!.memory).toBe(`${expected.limitMiB}Mi`);
     expect(c.resources!.requests!.memory).toBe(c.resources!.limits!.memory);
     // The values the manifest's comment works out by hand, so a change to the formula shows here too.
