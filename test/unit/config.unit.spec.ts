@@ -196,6 +196,11 @@ describe("settings → ioredis options", () => {
     });
   });
 
+  it("a writer's connection can turn auto-pipelining off (the fold's, which coalesces its writes itself)", () => {
+    expect(redisClientPlan({ url: "redis://h:6379", autoPipelining: false }).options).toMatchObject({ enableAutoPipelining: false });
+    expect(redisClientPlan({ url: "redis://h:6379", autoPipelining: true }).options).toMatchObject({ enableAutoPipelining: true });
+  });
+
   it("the URL's user and password become username/password (decoded), the URL keeps host, port and db", () => {
     const plan = redisClientPlan("redis://fold:p%40ss%3Aw%2Frd@10.0.0.5:6379/3");
     expect(plan).toMatchObject({ kind: "node", url: "redis://10.0.0.5:6379/3", options: { username: "fold", password: "p@ss:w/rd" } });

@@ -64,6 +64,12 @@ export interface RedisConnection {
    * a timed-out write that lands later harmless.
    */
   commandTimeoutMs?: number | undefined;
+  /**
+   * ioredis auto-pipelining on one node (default on; a cluster never has it,
+   * see redisClientPlan). The fold's writer turns it off and coalesces its
+   * writes itself (write-coalescing.ts).
+   */
+  autoPipelining?: boolean | undefined;
 }
 
 /** The Redis part of the settings, for connectRedis: `connectRedis(redisClientSettings(settings))`. */
@@ -174,7 +180,7 @@ const reveal = (p: PasswordValue | undefined): string | undefined => (p === unde
  * a URL's empty password win over the option).
  */
 export function redisClientPlan(target: string | RedisConnection): RedisClientPlan {
-  const { url, password: extraPassword, tlsCa, connectTimeoutMs, reader, maxRetriesPerRequest } = typeof target === "string" ? { url: target } : target;
+  const { url, password: extraPassword, tlsCa, connectTimeoutMs, reader, maxRetriesPerRequest, autoPipelining } = typeof target === "string" ? { url: target } : target;
   const retries = maxRetriesPerRequest ?? settingDefault("redisMaxRetriesPerRequest");
   const commandTimeout = typeof target === "string" || target.commandTimeoutMs === undefined ? {} : { commandTimeout: target.commandTimeoutMs };
   const filePassword = reveal(extraPassword);
@@ -183,7 +189,7 @@ export function redisClientPlan(target: string | RedisConnection): RedisClientPl
   // ioredis's ready check is INFO; a reader may not run it (ioredis would warn on stderr and leave an ACL LOG entry).
   const readyCheck = reader === true ? { enableReadyCheck: false } : {};
   if (!isClusterUrl(url)) {
-    const options: RedisOptions = { maxRetriesPerRequest: retries, enableAutoPipelining: true, lazyConnect: false, ...commandTimeout, ...timeout, ...readyCheck };
+    const options: RedisOptions = { maxRetriesPerRequest: retries, enableAutoPipelining: autoPipelining ?? true, lazyConnect: false, ...commandTimeout, ...timeout, ...readyCheck };
     const tls = /^rediss:\/\//i.test(url);
     if (tlsCa !== undefined) {
       if (!tls) throw new MufoldError(`a TLS CA was given for a non-TLS Redis URL: ${redact(url)}`);

@@ -17,6 +17,7 @@ import type { IdentityStore, StoredIdentity } from "../../fold/identity-store.js
 import { assertFcallRouting, isCluster, masterNodes } from "./connect.js";
 import { APPLY_FUNCTION, CONTROL_FUNCTIONS, READ_FUNCTION } from "./functions.js";
 import { applyResult, classifyRedisError, controlResult } from "./errors.js";
+import { WriteCoalescer } from "./write-coalescing.js";
 
 export type { StoredIdentity };
 
@@ -32,12 +33,21 @@ export interface Control {
 /** mufold_apply_v2's opcodes (mufold_v1.lua). */
 const OPCODES: Record<PartOp["op"], string> = { HSET: "H", HDEL: "D", ZADD: "Z", ZREM: "R", DEL: "X" };
 
+export interface RedisStoreOptions {
+  /** Coalesce the applies' writes in groups of this many (write-coalescing.ts); one node, not auto-pipelined, only. */
+  coalesceApplies?: number;
+}
+
 export class RedisStore implements IdentityStore {
+  private readonly coalescer: WriteCoalescer | null;
+
   constructor(
     readonly redis: Redis | Cluster,
     readonly prefix: string,
+    options: RedisStoreOptions = {},
   ) {
     if (isCluster(redis)) assertFcallRouting();
+    this.coalescer = options.coalesceApplies === undefined || isCluster(redis) ? null : new WriteCoalescer(redis as Redis, options.coalesceApplies);
   }
 
   keys(generation: number, identity: string): string[] {
@@ -75,6 +85,7 @@ export class RedisStore implements IdentityStore {
     }
     args[at] = program;
     const keys = this.keys(generation, identity);
+    this.coalescer?.beforeCommand();
     const reply = await this.fcall("FCALL", APPLY_FUNCTION, keys, args);
     return applyResult(identity, reply);
   }
