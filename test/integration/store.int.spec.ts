@@ -41,7 +41,46 @@ async function readAll(generation: number): Promise<Map<string, string>> {
   return out;
 }
 
+/** Count the socket writes `client` makes while `f` runs (Node's Writable calls _write or, when corked, _writev). */
+async function socketWrites(client: Redis, f: () => Promise<unknown>): Promise<number> {
+  const socket = client.stream as unknown as Record<"_write" | "_writev", (...args: unknown[]) => unknown>;
+  let writes = 0;
+  const originals = { _write: socket._write, _writev: socket._writev };
+  for (const name of ["_write", "_writev"] as const) {
+    const original = originals[name];
+    socket[name] = (...args: unknown[]) => {
+      writes++;
+      return original.apply(socket, args);
+    };
+  }
+  try {
+    await f();
+  } finally {
+    Object.assign(socket, originals);
+  }
+  return writes;
+}
+
 describe("identity store on real Redis", () => {
+  it("the fold's store (not auto-pipelined, loads and applies in groups of 16) writes a batch in few socket writes, and folds exactly", async () => {
+    const writer = new Redis(settings.redisUrl, { enableAutoPipelining: false });
+    try {
+      await writer.ping();
+      const coalescing = new RedisStore(writer, settings.prefix, { coalesceApplies: 16 });
+      const observations = [...simulate({ agents: 60, observationsPerAgent: 3, snapshotEvery: 1000, duplicateRate: 0, seed: 23 })].map((d) => d.observation);
+      const batch = batches(observations, 0);
+      expect(batch.length).toBe(60);
+      const applier = new IdentityApplier(coalescing, 1000);
+      // 60 identities, each loaded (3 HGETALLs) and applied (1 FCALL), and one SADD: 241 commands.
+      const writes = await socketWrites(writer, () => applier.applyAll(104, batch));
+      expect(writes).toBeGreaterThan(0);
+      expect(writes).toBeLessThanOrEqual(241 / 4);
+      expect(comparePackets(await readAll(104), expectedPackets(observations))).toEqual({ missing: [], extra: [], different: [] });
+    } finally {
+      await writer.quit();
+    }
+  });
+
   it("a cache of one identity reloads from Redis on every batch and still folds exactly", async () => {
     const observations = [...simulate({ agents: 6, observationsPerAgent: 60, snapshotEvery: 20, duplicateRate: 0.2, conflictRate: 0.05, seed: 21 })].map((d) => d.observation);
     const applier = new IdentityApplier(store, 1);

@@ -34,7 +34,7 @@ export interface Control {
 const OPCODES: Record<PartOp["op"], string> = { HSET: "H", HDEL: "D", ZADD: "Z", ZREM: "R", DEL: "X" };
 
 export interface RedisStoreOptions {
-  /** Coalesce the applies' writes in groups of this many (write-coalescing.ts); one node, not auto-pipelined, only. */
+  /** Coalesce the loads' and applies' writes in groups of this many (write-coalescing.ts); one node, not auto-pipelined, only. */
   coalesceApplies?: number;
 }
 
@@ -58,6 +58,7 @@ export class RedisStore implements IdentityStore {
     const keys = this.keys(generation, identity);
     // Hashes keyed by observation ids are read as flat replies into Maps: an object per identity keyed by
     // ids would give V8 a new hidden class per id, a leak across 100k identities.
+    this.coalescer?.beforeCommand(); // a cold cache loads a whole wave of identities in one turn
     const [meta, d, h] = await Promise.all([
       this.redis.hgetall(keys[partIndex("m")]!),
       this.redis.call("HGETALL", keys[partIndex("d")]!) as Promise<string[]>,
