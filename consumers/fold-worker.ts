@@ -15,7 +15,7 @@ import { GenerationMovedError, PauseLostError, StateLostError } from "../src/ada
 import { assertFunctionsLoaded } from "../src/adapters/redis/functions.js";
 import { checkRedisServer } from "../src/adapters/redis/server-checks.js";
 import { RedisStore } from "../src/adapters/redis/store.js";
-import { APPLY_WRITE_GROUP } from "../src/adapters/redis/write-coalescing.js";
+import { WRITE_GROUP } from "../src/adapters/redis/write-coalescing.js";
 import type { Settings } from "../src/config/settings.js";
 import { MufoldError } from "../src/errors.js";
 import type { Logger } from "../src/observability/log.js";
@@ -108,7 +108,7 @@ export class FoldWorker {
     private readonly log: Logger,
     private readonly metrics: FoldMetrics | undefined,
   ) {
-    this.store = new RedisStore(redis, settings.prefix, { coalesceApplies: APPLY_WRITE_GROUP });
+    this.store = new RedisStore(redis, settings.prefix, { writeGroup: WRITE_GROUP });
     this.applier = new IdentityApplier(this.store, settings.cacheSize, { cacheMaxBytes: settings.cacheMaxBytes, inFlight: settings.identitiesInFlight, casAttempts: settings.casMaxAttempts });
     this.guard = new PartitionGuard(this.store, "live", (topic, partition) => this.endOffset(topic, partition));
     this.outages = new OutageClock(settings.outageToleranceSeconds);
@@ -158,7 +158,7 @@ export class FoldWorker {
 
   static async start(settings: Settings, log: Logger, metrics?: FoldMetrics): Promise<FoldWorker> {
     const kafka = createKafka(kafkaClientSettings(settings, "-fold"));
-    // Not auto-pipelined: the store coalesces the applies' writes itself (src/adapters/redis/write-coalescing.ts).
+    // Not auto-pipelined: the store groups its loads' and applies' writes itself (src/adapters/redis/write-coalescing.ts).
     const redis = connectRedis({ ...redisClientSettings(settings), maxRetriesPerRequest: settings.foldRedisMaxRetriesPerRequest, commandTimeoutMs: settings.foldRedisCommandTimeoutMs, autoPipelining: false });
     const worker = new FoldWorker(settings, kafka, redis, log.child({ component: "fold" }), metrics);
     try {

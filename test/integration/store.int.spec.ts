@@ -66,7 +66,7 @@ describe("identity store on real Redis", () => {
     const writer = new Redis(settings.redisUrl, { enableAutoPipelining: false });
     try {
       await writer.ping();
-      const coalescing = new RedisStore(writer, settings.prefix, { coalesceApplies: 16 });
+      const coalescing = new RedisStore(writer, settings.prefix, { writeGroup: 16 });
       const observations = [...simulate({ agents: 60, observationsPerAgent: 3, snapshotEvery: 1000, duplicateRate: 0, seed: 23 })].map((d) => d.observation);
       const batch = batches(observations, 0);
       expect(batch.length).toBe(60);

@@ -35,7 +35,7 @@ const OPCODES: Record<PartOp["op"], string> = { HSET: "H", HDEL: "D", ZADD: "Z",
 
 export interface RedisStoreOptions {
   /** Coalesce the loads' and applies' writes in groups of this many (write-coalescing.ts); one node, not auto-pipelined, only. */
-  coalesceApplies?: number;
+  writeGroup?: number;
 }
 
 export class RedisStore implements IdentityStore {
@@ -47,7 +47,7 @@ export class RedisStore implements IdentityStore {
     options: RedisStoreOptions = {},
   ) {
     if (isCluster(redis)) assertFcallRouting();
-    this.coalescer = options.coalesceApplies === undefined || isCluster(redis) ? null : new WriteCoalescer(redis as Redis, options.coalesceApplies);
+    this.coalescer = options.writeGroup === undefined || isCluster(redis) ? null : new WriteCoalescer(redis as Redis, options.writeGroup);
   }
 
   keys(generation: number, identity: string): string[] {
