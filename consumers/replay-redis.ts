@@ -10,9 +10,9 @@ import { assertFcallRouting, redisClientPlan, redisClientSettings, type RedisCli
 import type { Settings } from "../src/config/settings.js";
 
 export function connectBuildRedis(settings: Settings): RedisClient {
-  const plan = redisClientPlan(redisClientSettings(settings));
+  const plan = redisClientPlan({ ...redisClientSettings(settings), autoPipelining: false });
   if (plan.kind === "cluster") assertFcallRouting();
-  const client = plan.kind === "node" ? new Redis(plan.url, { ...plan.options, enableAutoPipelining: false }) : new Cluster(plan.seeds, plan.options);
+  const client = plan.kind === "node" ? new Redis(plan.url, plan.options) : new Cluster(plan.seeds, plan.options);
   client.on("error", () => undefined); // errors surface on the commands that fail, as with connectRedis
   return client;
 }

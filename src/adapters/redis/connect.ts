@@ -67,7 +67,8 @@ export interface RedisConnection {
   /**
    * ioredis auto-pipelining on one node (default on; a cluster never has it,
    * see redisClientPlan). The fold's writer turns it off and coalesces its
-   * writes itself (write-coalescing.ts).
+   * writes itself (write-coalescing.ts); the replay's build writes each command
+   * as it is planned (consumers/replay-redis.ts).
    */
   autoPipelining?: boolean | undefined;
 }
