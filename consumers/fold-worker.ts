@@ -20,7 +20,7 @@ import type { Settings } from "../src/config/settings.js";
 import { MufoldError } from "../src/errors.js";
 import type { Logger } from "../src/observability/log.js";
 import type { FoldMetrics } from "../src/observability/metrics.js";
-import { routeRecords } from "../src/fold/batch-router.js";
+import { keyWaves, routeRecords, type RoutedBatch } from "../src/fold/batch-router.js";
 import { ChangeFeed, changeFeedSettings } from "./change-feed.js";
 import { dlqMessage, dlqSendGroups, dlqTopic, type SourceRecord } from "../src/fold/dead-letter.js";
 import { dlqLimits } from "../src/adapters/kafka/topic-limits.js";
@@ -339,14 +339,22 @@ export class FoldWorker {
 
   private async foldBatch(records: SourceRecord[], ctx: BatchContext): Promise<void> {
     const endBatch = this.metrics?.batchSeconds.startTimer();
-    const routed = routeRecords(records, { reducerVersion: this.settings.reducerVersion, maxValueBytes: this.settings.maxValueBytes });
+    const decision = { reducerVersion: this.settings.reducerVersion, maxValueBytes: this.settings.maxValueBytes };
+    // Decided wave by wave as they are applied (batch-router.ts, keyWaves): a retry decides again.
+    const waves = keyWaves(records);
+    let rejected: RoutedBatch["rejected"] = [];
     for (let attempt = 1; ; attempt++) {
       const generation = await this.awaitWritableGeneration(ctx);
       try {
         // Refuse a partition whose log is not the one this generation folded, before writing anything.
         await this.guard.check(generation, ctx.topic, ctx.partition, records, BigInt(ctx.highWatermark));
         const endApply = this.metrics?.applySeconds.startTimer();
-        const stats = await this.applier.applyAll(generation, routed.identities);
+        rejected = [];
+        const stats = await this.applier.applyInWaves(generation, waves, (wave) => {
+          const routed = routeRecords(wave, decision);
+          for (const r of routed.rejected) rejected.push(r);
+          return routed.identities;
+        });
         endApply?.();
         // Announced before the commit: a failure here retries the batch, which announces the skipped changes again.
         await this.feed?.publish(generation, stats.changes);
@@ -391,8 +399,9 @@ export class FoldWorker {
         await sleep(Math.min(5_000, POLL_MS * attempt));
       }
     }
-    if (routed.rejected.length > 0) {
-      const messages = dlqSendGroups(routed.rejected.map((r) => dlqMessage(r.record, r.reason, r.detail, this.dlqBudget)), this.dlqBudget);
+    if (rejected.length > 0) {
+      rejected.sort((a, b) => (BigInt(a.record.offset) < BigInt(b.record.offset) ? -1 : 1)); // the waves went key by key: back to offset order (one partition)
+      const messages = dlqSendGroups(rejected.map((r) => dlqMessage(r.record, r.reason, r.detail, this.dlqBudget)), this.dlqBudget);
       for (let attempt = 1; ; attempt++) {
         try {
           for (const group of messages) await this.producer!.send(dlqTopic(this.settings.topic), group); // a retry may resend groups: DLQ delivery is at least once
@@ -409,11 +418,11 @@ export class FoldWorker {
           await sleep(Math.min(5_000, 500 * attempt));
         }
       }
-      for (const r of routed.rejected) {
+      for (const r of rejected) {
         this.counters.dlqByReason[r.reason] = (this.counters.dlqByReason[r.reason] ?? 0) + 1;
         this.metrics?.deadLetters.inc({ reason: r.reason });
       }
-      this.counters.deadLettered += routed.rejected.length;
+      this.counters.deadLettered += rejected.length;
     }
     this.counters.consumed += records.length;
     this.counters.batches++;

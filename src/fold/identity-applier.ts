@@ -89,6 +89,16 @@ function feedChange(identity: string, version: number, note: ChangeNote, parts: 
 
 const emptyApplyStats = (identities: number): ApplyStats => ({ applied: 0, duplicatesSkipped: 0, conflicting: 0, casRetries: 0, identities, newIdentities: [], changes: [] });
 
+function addApplyStats(into: ApplyStats, from: ApplyStats): void {
+  into.applied += from.applied;
+  into.duplicatesSkipped += from.duplicatesSkipped;
+  into.conflicting += from.conflicting;
+  into.casRetries += from.casRetries;
+  into.identities += from.identities;
+  for (const id of from.newIdentities) into.newIdentities.push(id);
+  for (const change of from.changes) into.changes.push(change);
+}
+
 /** The casMaxAttempts setting's default (src/config/settings.ts; a unit test keeps the two equal): the engine reads no settings. */
 export const DEFAULT_CAS_ATTEMPTS = 20;
 
@@ -265,6 +275,21 @@ export class IdentityApplier {
       await this.store.addToIndex(generation, batches.map((b) => b.identity));
       for (const b of batches) await this.applyIdentity(generation, b, stats);
     });
+    return stats;
+  }
+
+  /**
+   * Apply waves of records one after another, each decided (`decide`) only once the wave before it is written:
+   * the live fold's batch cut by keyWaves, so that only one wave's decided observations are alive at a time
+   * (batch-router.ts, DECIDE_WAVE_RECORDS). Each wave is applied as applyAll applies a batch; the stats are
+   * summed, changes in apply order. A failed wave fails the call and no later wave is decided.
+   */
+  async applyInWaves<W>(generation: number, waves: Iterable<W>, decide: (wave: W) => readonly IdentityBatch[]): Promise<ApplyStats> {
+    const stats = emptyApplyStats(0);
+    for (const wave of waves) {
+      const batches = decide(wave);
+      if (batches.length > 0) addApplyStats(stats, await this.applyAll(generation, batches));
+    }
     return stats;
   }
 

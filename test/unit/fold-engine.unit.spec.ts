@@ -4,7 +4,7 @@
  * Kafka would deliver them; packets are checked against the pure reducer.
  */
 import { describe, expect, it } from "vitest";
-import { routeRecords } from "../../src/fold/batch-router.js";
+import { keyWaves, routeRecords } from "../../src/fold/batch-router.js";
 import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../src/fold/identity-applier.js";
 import { CHANGE_FIELD, DIGEST_FIELD, IdentityModel, MODEL_HEAP_BYTES } from "../../src/fold/identity-model.js";
 import type { PartOp } from "../../src/fold/delta.js";
@@ -412,6 +412,93 @@ describe("given a batch of many identities and a store that answers slowly", () 
     expect(rejected).toBe(1);
     expect(stats).toMatchObject({ identities: 0, applied: 0 });
     expect(await store.listIdentities(G)).toEqual([]);
+  });
+});
+
+describe("given a live batch of 60 identities' records, interleaved, and some that are not observations", () => {
+  // Three observations of each of 60 agents (one identity each), dealt round-robin so every key's records are
+  // spread over the whole batch; two records that the DLQ gets, one of them under another agent's key.
+  const log = [...simulate({ agents: 60, observationsPerAgent: 3, snapshotEvery: 100_000, duplicateRate: 0, conflictRate: 0, seed: 12 })];
+  const byAgent = new Map<string, SimulatedDelivery[]>();
+  for (const d of log) byAgent.set(d.observation.scope.agent_id, [...(byAgent.get(d.observation.scope.agent_id) ?? []), d]);
+  const dealt = [0, 1, 2].flatMap((round) => [...byAgent.values()].map((ds) => ds[round]!));
+  const records: SourceRecord[] = dealt.map((d, i) => record(d.observation, 0, i));
+  records.splice(7, 0, { ...record(dealt[0]!.observation, 0, 0), value: Buffer.from("{not json") });
+  records.splice(50, 0, { ...record(dealt[1]!.observation, 0, 0), key: Buffer.from(records[3]!.key!) }); // agent 1 under agent 3's key
+  records.forEach((r, i) => (r.offset = String(i)));
+  const keyOf = (r: SourceRecord) => r.key!.toString("latin1");
+
+  it("when it is cut into waves of 16, then each wave holds whole keys, in their order, and closes at 16 or more", () => {
+    const waves = keyWaves(records, 16);
+    const offsetsOfKey = (rs: readonly SourceRecord[]) => {
+      const out = new Map<string, string[]>();
+      for (const r of rs) out.set(keyOf(r), [...(out.get(keyOf(r)) ?? []), r.offset]);
+      return out;
+    };
+    const expected = offsetsOfKey(records);
+    const seen = new Map<string, string[]>();
+    for (const wave of waves) for (const [key, offsets] of offsetsOfKey(wave)) {
+      expect(seen.has(key)).toBe(false); // a key is in one wave only
+      seen.set(key, offsets);
+    }
+    expect(seen).toEqual(expected); // every record once, each key's in the batch's order
+    for (const wave of waves.slice(0, -1)) expect(wave.length).toBeGreaterThanOrEqual(16);
+    // A wave closes at its first group past the bound: without its last group it was under 16.
+    for (const wave of waves.slice(0, -1)) expect(wave.length - expected.get(keyOf(wave[wave.length - 1]!))!.length).toBeLessThan(16);
+    expect(waves.length).toBeGreaterThan(5);
+  });
+
+  it("when the waves are decided and applied one after another, then one wave at a time is decided and unwritten, and every identity is folded as the reducer folds it", async () => {
+    const store = new MemoryIdentityStore();
+    let writes = 0;
+    const base = store.apply.bind(store);
+    store.apply = async (...args) => {
+      const version = await base(...args);
+      writes++;
+      return version;
+    };
+    let decided = 0;
+    let identitiesDecided = 0;
+    const writtenWhenDecided: [number, number][] = [];
+    const rejected: string[] = [];
+    const waves = keyWaves(records, 16);
+    const stats = await new IdentityApplier(store, 100, { feed: true }).applyInWaves(G, waves, (wave) => {
+      decided++;
+      writtenWhenDecided.push([writes, identitiesDecided]); // every identity of the waves before is written
+      const routed = routeRecords(wave, DECISION);
+      for (const r of routed.rejected) rejected.push(r.reason);
+      identitiesDecided += routed.identities.length;
+      return routed.identities;
+    });
+    for (const [w, before] of writtenWhenDecided) expect(w).toBe(before);
+    expect(decided).toBe(waves.length);
+    expect(rejected.sort()).toEqual(["key_scope_mismatch", "value_not_json"]);
+    expect(stats.applied).toBe(log.length);
+    expect(stats.identities).toBe(60);
+    expect(stats.newIdentities).toHaveLength(60);
+    expect(stats.changes).toHaveLength(60);
+    const expected = reducerPackets(log.map((d) => d.observation));
+    expect((await store.listIdentities(G)).sort()).toEqual([...expected.keys()].sort());
+    for (const [id, packet] of expected) expect(await store.read(G, id)).toBe(packet);
+  });
+
+  it("when a wave's write fails, then the call fails and no later wave is decided", async () => {
+    const waves = keyWaves(records, 16);
+    const store = new MemoryIdentityStore();
+    const failOn = routeRecords(waves[2]!, DECISION).identities[0]!.identity;
+    const base = store.apply.bind(store);
+    store.apply = async (...args) => {
+      if (args[1] === failOn) throw new Error("store failure");
+      return base(...args);
+    };
+    let decisions = 0;
+    await expect(
+      new IdentityApplier(store, 100).applyInWaves(G, waves, (wave) => {
+        decisions++;
+        return routeRecords(wave, DECISION).identities;
+      }),
+    ).rejects.toThrow("store failure");
+    expect(decisions).toBe(3);
   });
 });
 
