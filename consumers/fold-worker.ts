@@ -20,9 +20,10 @@ import type { Settings } from "../src/config/settings.js";
 import { MufoldError } from "../src/errors.js";
 import type { Logger } from "../src/observability/log.js";
 import type { FoldMetrics } from "../src/observability/metrics.js";
-import { keyWaves, routeRecords, type RoutedBatch } from "../src/fold/batch-router.js";
+import { inBatchOrder, keyWaves, routeRecords, type RoutedBatch } from "../src/fold/batch-router.js";
 import { ChangeFeed, changeFeedSettings } from "./change-feed.js";
 import { dlqMessage, dlqSendGroups, dlqTopic, type SourceRecord } from "../src/fold/dead-letter.js";
+import type { DecisionOptions } from "../src/fold/record-decision.js";
 import { dlqLimits } from "../src/adapters/kafka/topic-limits.js";
 import { IdentityApplier } from "../src/fold/identity-applier.js";
 import { OutageClock } from "./outage.js";
@@ -58,6 +59,19 @@ async function heartbeatOrYield(ctx: BatchContext): Promise<void> {
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** One reducer version per generation: a worker configured for another one refuses to write. */
+/**
+ * routeRecords of one wave. Deciding turns every bad record into a DLQ record, so a throw here is a bug, not an
+ * outage: it ends the batch as it did when a batch was decided before anything was written, instead of being retried
+ * as Redis failing.
+ */
+function decideWave(wave: readonly SourceRecord[], decision: DecisionOptions): RoutedBatch {
+  try {
+    return routeRecords(wave, decision);
+  } catch (error) {
+    throw new MufoldError(`deciding a batch's records failed: ${errorText(error)}`, { cause: error });
+  }
+}
+
 function assertReducerVersion(generation: number, stored: string | null, configured: string): void {
   if (stored === null || stored === configured) return;
   throw new MufoldError(
@@ -351,7 +365,7 @@ export class FoldWorker {
         const endApply = this.metrics?.applySeconds.startTimer();
         rejected = [];
         const stats = await this.applier.applyInWaves(generation, waves, (wave) => {
-          const routed = routeRecords(wave, decision);
+          const routed = decideWave(wave, decision);
           for (const r of routed.rejected) rejected.push(r);
           return routed.identities;
         });
@@ -400,7 +414,7 @@ export class FoldWorker {
       }
     }
     if (rejected.length > 0) {
-      rejected.sort((a, b) => (BigInt(a.record.offset) < BigInt(b.record.offset) ? -1 : 1)); // the waves went key by key: back to offset order (one partition)
+      rejected = inBatchOrder(rejected, records); // the waves went key by key
       const messages = dlqSendGroups(rejected.map((r) => dlqMessage(r.record, r.reason, r.detail, this.dlqBudget)), this.dlqBudget);
       for (let attempt = 1; ; attempt++) {
         try {

@@ -9,7 +9,7 @@
  */
 import { MemoryIdentityStore } from "../src/adapters/memory/identity-store.js";
 import { observationRecord } from "../src/client/producer.js";
-import { routeRecords } from "../src/fold/batch-router.js";
+import { keyWaves, routeRecords } from "../src/fold/batch-router.js";
 import type { SourceRecord } from "../src/fold/dead-letter.js";
 import { IdentityApplier } from "../src/fold/identity-applier.js";
 import type { DecisionOptions } from "../src/fold/record-decision.js";
@@ -36,9 +36,13 @@ export async function warmUpEngine(options: DecisionOptions, records: number): P
   const identities = new Set<string>();
   let applied = 0;
   for (let i = 0; i < source.length; i += BATCH) {
-    const routed = routeRecords(source.slice(i, i + BATCH), options);
-    for (const b of routed.identities) identities.add(b.identity);
-    applied += (await applier.applyAll(1, routed.identities)).applied;
+    // As the fold applies a batch: in waves (batch-router.ts, keyWaves).
+    const stats = await applier.applyInWaves(1, keyWaves(source.slice(i, i + BATCH)), (wave) => {
+      const routed = routeRecords(wave, options);
+      for (const b of routed.identities) identities.add(b.identity);
+      return routed.identities;
+    });
+    applied += stats.applied;
   }
   return { records: source.length, identities: identities.size, applied };
 }

@@ -60,11 +60,14 @@ export function groupKeyOf(record: SourceRecord): string {
 
 /**
  * The records grouped by Kafka key, groups in the order their first record
- * comes and each group's records in their order, cut into waves of whole
- * groups: a wave closes once it holds `maxRecords` or more. A record is
- * accepted only under its scope's key, so all of an identity's records of the
- * batch are in one wave, and waves applied one after another keep each
- * partition's offsets in order for every identity.
+ * comes and each group's records in their order, cut into waves: a wave
+ * closes once it holds `maxRecords` or more, between groups. A record is
+ * accepted only under its scope's key, so an identity's records of the batch
+ * stay in one wave, unless its key alone holds more than `maxRecords`: such a
+ * group is cut into pieces of `maxRecords`, in consecutive waves (a hot
+ * scope, or a producer that keys everything alike, does not make one wave of
+ * the batch). A wave holds fewer than 2 × `maxRecords`. Waves applied one
+ * after another keep each partition's offsets in order for every identity.
  */
 export function keyWaves(records: readonly SourceRecord[], maxRecords = DECIDE_WAVE_RECORDS): SourceRecord[][] {
   const groups = new Map<string, SourceRecord[]>();
@@ -77,12 +80,26 @@ export function keyWaves(records: readonly SourceRecord[], maxRecords = DECIDE_W
   const waves: SourceRecord[][] = [];
   let wave: SourceRecord[] = [];
   for (const group of groups.values()) {
-    for (const record of group) wave.push(record);
-    if (wave.length >= maxRecords) {
-      waves.push(wave);
-      wave = [];
+    for (let from = 0; from < group.length; from += maxRecords) {
+      const end = Math.min(group.length, from + maxRecords);
+      for (let i = from; i < end; i++) wave.push(group[i]!);
+      if (wave.length >= maxRecords) {
+        waves.push(wave);
+        wave = [];
+      }
     }
   }
   if (wave.length > 0) waves.push(wave);
   return waves;
+}
+
+/** The rejections of a batch decided wave by wave, in the batch's order (as its records came). */
+export function inBatchOrder<R extends { record: SourceRecord }>(rejected: readonly R[], records: readonly SourceRecord[]): R[] {
+  const of = new Map(rejected.map((r) => [r.record, r]));
+  const out: R[] = [];
+  for (const record of records) {
+    const r = of.get(record);
+    if (r !== undefined) out.push(r);
+  }
+  return out;
 }

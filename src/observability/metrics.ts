@@ -43,7 +43,7 @@ export interface FoldMetrics {
   readonly casRetries: Counter;
   /** `mufold_batch_seconds`: wall time of one fetched batch, from hand-off to done (decide, apply, dead-letter; before the commit). */
   readonly batchSeconds: Histogram;
-  /** `mufold_apply_seconds`: wall time of applying one batch's identities to Redis (all `mufold_apply_v2` calls, retries included). */
+  /** `mufold_apply_seconds`: wall time of deciding one batch's records and applying its identities to Redis, wave by wave (all `mufold_apply_v2` calls, retries included). */
   readonly applySeconds: Histogram;
   /** `mufold_consumer_lag{topic,partition}`: records between the last folded offset and the partition's high watermark, per owned partition. */
   readonly consumerLag: Gauge<"topic" | "partition">;
@@ -126,7 +126,7 @@ export function createFoldMetrics(options: RegistryOptions & { registry?: Regist
     }),
     applySeconds: new Histogram({
       name: "mufold_apply_seconds",
-      help: "Wall time to apply one batch's identities to Redis, CAS retries included.",
+      help: "Wall time to decide one batch's records and apply its identities to Redis (wave by wave), CAS retries included.",
       buckets: SECONDS_BUCKETS,
       registers,
     }),

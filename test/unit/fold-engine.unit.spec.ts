@@ -4,7 +4,7 @@
  * Kafka would deliver them; packets are checked against the pure reducer.
  */
 import { describe, expect, it } from "vitest";
-import { keyWaves, routeRecords } from "../../src/fold/batch-router.js";
+import { inBatchOrder, keyWaves, routeRecords } from "../../src/fold/batch-router.js";
 import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../src/fold/identity-applier.js";
 import { CHANGE_FIELD, DIGEST_FIELD, IdentityModel, MODEL_HEAP_BYTES } from "../../src/fold/identity-model.js";
 import type { PartOp } from "../../src/fold/delta.js";
@@ -423,7 +423,7 @@ describe("given a live batch of 60 identities' records, interleaved, and some th
   for (const d of log) byAgent.set(d.observation.scope.agent_id, [...(byAgent.get(d.observation.scope.agent_id) ?? []), d]);
   const dealt = [0, 1, 2].flatMap((round) => [...byAgent.values()].map((ds) => ds[round]!));
   const records: SourceRecord[] = dealt.map((d, i) => record(d.observation, 0, i));
-  records.splice(7, 0, { ...record(dealt[0]!.observation, 0, 0), value: Buffer.from("{not json") });
+  records.splice(7, 0, { ...record(dealt[59]!.observation, 0, 0), value: Buffer.from("{not json") }); // under the last agent's key
   records.splice(50, 0, { ...record(dealt[1]!.observation, 0, 0), key: Buffer.from(records[3]!.key!) }); // agent 1 under agent 3's key
   records.forEach((r, i) => (r.offset = String(i)));
   const keyOf = (r: SourceRecord) => r.key!.toString("latin1");
@@ -482,6 +482,12 @@ describe("given a live batch of 60 identities' records, interleaved, and some th
     for (const [id, packet] of expected) expect(await store.read(G, id)).toBe(packet);
   });
 
+  it("when the waves' rejections are put back in order, then they come as the batch held them", () => {
+    const rejected = keyWaves(records, 16).flatMap((wave) => routeRecords(wave, DECISION).rejected);
+    expect(rejected.map((r) => r.record.offset)).not.toEqual(["7", "50"]); // the waves went key by key
+    expect(inBatchOrder(rejected, records).map((r) => [r.record.offset, r.reason])).toEqual([["7", "value_not_json"], ["50", "key_scope_mismatch"]]);
+  });
+
   it("when a wave's write fails, then the call fails and no later wave is decided", async () => {
     const waves = keyWaves(records, 16);
     const store = new MemoryIdentityStore();
@@ -499,6 +505,39 @@ describe("given a live batch of 60 identities' records, interleaved, and some th
       }),
     ).rejects.toThrow("store failure");
     expect(decisions).toBe(3);
+  });
+});
+
+describe("given a batch in which one key holds 40 records and two others 3 each", () => {
+  // Three agents' streams as the simulation interleaves them: all 40 of agent:0's, the first 3 of the other two's.
+  const seen = new Map<string, number>();
+  const log = [...simulate({ agents: 3, observationsPerAgent: 40, snapshotEvery: 100_000, duplicateRate: 0.1, conflictRate: 0.05, seed: 31 })].filter((d) => {
+    const agent = d.observation.scope.agent_id;
+    seen.set(agent, (seen.get(agent) ?? 0) + 1);
+    return agent === "agent:0" || seen.get(agent)! <= 3;
+  });
+  const records = log.map((d, i) => record(d.observation, 0, i));
+  const hotKey = records.find((r, i) => log[i]!.observation.scope.agent_id === "agent:0")!.key!.toString("latin1");
+
+  it("when it is cut into waves of 16, then the hot key is cut into consecutive pieces of 16, in order, and no wave holds 32", () => {
+    const waves = keyWaves(records, 16);
+    for (const wave of waves) expect(wave.length).toBeLessThan(32);
+    const hotOffsets = waves.map((wave) => wave.filter((r) => r.key!.toString("latin1") === hotKey).map((r) => Number(r.offset)));
+    const holding = hotOffsets.map((o, i) => (o.length > 0 ? i : -1)).filter((i) => i >= 0);
+    expect(holding.length).toBeGreaterThan(2);
+    expect(holding).toEqual(Array.from({ length: holding.length }, (_, k) => holding[0]! + k)); // consecutive waves
+    const expectedHot = records.filter((r) => r.key!.toString("latin1") === hotKey).map((r) => Number(r.offset));
+    expect(hotOffsets.flat()).toEqual(expectedHot); // every record once, in the batch's order
+    for (const o of hotOffsets) expect(o.length).toBeLessThanOrEqual(16);
+  });
+
+  it("when the waves are applied one after another, then the hot identity is folded as the reducer folds all its records", async () => {
+    const store = new MemoryIdentityStore();
+    const stats = await new IdentityApplier(store, 100).applyInWaves(G, keyWaves(records, 16), (wave) => routeRecords(wave, DECISION).identities);
+    expect(stats.applied).toBe(log.length);
+    const expected = reducerPackets(log.map((d) => d.observation));
+    expect(expected.size).toBe(3);
+    for (const [id, packet] of expected) expect(await store.read(G, id)).toBe(packet);
   });
 });
 
