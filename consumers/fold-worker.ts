@@ -58,7 +58,6 @@ async function heartbeatOrYield(ctx: BatchContext): Promise<void> {
 }
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-/** One reducer version per generation: a worker configured for another one refuses to write. */
 /**
  * routeRecords of one wave. Deciding turns every bad record into a DLQ record, so a throw here is a bug, not an
  * outage: it ends the batch as it did when a batch was decided before anything was written, instead of being retried
@@ -72,6 +71,7 @@ function decideWave(wave: readonly SourceRecord[], decision: DecisionOptions): R
   }
 }
 
+/** One reducer version per generation: a worker configured for another one refuses to write. */
 function assertReducerVersion(generation: number, stored: string | null, configured: string): void {
   if (stored === null || stored === configured) return;
   throw new MufoldError(

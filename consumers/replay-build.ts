@@ -21,7 +21,7 @@ import type { RedisClient } from "../src/adapters/redis/connect.js";
 import { RedisStore } from "../src/adapters/redis/store.js";
 import type { Settings } from "../src/config/settings.js";
 import type { Logger } from "../src/observability/log.js";
-import { groupKeyOf, routeRecords } from "../src/fold/batch-router.js";
+import { groupByKey, routeRecords } from "../src/fold/batch-router.js";
 import type { SourceRecord } from "../src/fold/dead-letter.js";
 import { IdentityApplier } from "../src/fold/identity-applier.js";
 import { LogReader, type ChunkBuilder } from "./log-reader.js";
@@ -82,12 +82,7 @@ export class ShadowBuild implements ChunkBuilder {
     const high = BigInt(ctx.highWatermark);
     if (part === undefined) chunk.partitions.set(ctx.partition, { topic: ctx.topic, first: records[0], high });
     else if (high > part.high) part.high = high;
-    for (const r of records) {
-      const key = groupKeyOf(r);
-      const group = chunk.groups.get(key);
-      if (group === undefined) chunk.groups.set(key, [r]);
-      else group.push(r); // per partition still in offset order
-    }
+    groupByKey(records, chunk.groups); // per partition still in offset order
     chunk.stats.records += records.length;
   }
 

@@ -1,6 +1,7 @@
 /**
- * Decide records and group the accepted ones by reducer identity; cut a
- * batch into waves of whole Kafka-key groups, decided one after another.
+ * Decide records and group the accepted ones by reducer identity; group
+ * records by Kafka key, and cut a batch into waves of key groups, decided
+ * one after another.
  */
 import { decideRecord, type DecisionOptions, type DlqReason } from "./record-decision.js";
 import type { IdentityBatch } from "./identity-applier.js";
@@ -53,9 +54,18 @@ export function routeRecords(records: readonly SourceRecord[], options: Decision
  */
 const DECIDE_WAVE_RECORDS = 256;
 
-/** The key a record is grouped by: its Kafka key's bytes as latin1 ("" for none). */
-export function groupKeyOf(record: SourceRecord): string {
-  return record.key === null ? "" : record.key.toString("latin1");
+/**
+ * Add records to `into` by Kafka key (its bytes as latin1, "" for none), each
+ * key's records in their order; keys in the order their first record comes.
+ */
+export function groupByKey(records: readonly SourceRecord[], into = new Map<string, SourceRecord[]>()): Map<string, SourceRecord[]> {
+  for (const record of records) {
+    const key = record.key === null ? "" : record.key.toString("latin1");
+    const group = into.get(key);
+    if (group === undefined) into.set(key, [record]);
+    else group.push(record);
+  }
+  return into;
 }
 
 /**
@@ -70,16 +80,9 @@ export function groupKeyOf(record: SourceRecord): string {
  * after another keep each partition's offsets in order for every identity.
  */
 export function keyWaves(records: readonly SourceRecord[], maxRecords = DECIDE_WAVE_RECORDS): SourceRecord[][] {
-  const groups = new Map<string, SourceRecord[]>();
-  for (const record of records) {
-    const key = groupKeyOf(record);
-    const group = groups.get(key);
-    if (group === undefined) groups.set(key, [record]);
-    else group.push(record);
-  }
   const waves: SourceRecord[][] = [];
   let wave: SourceRecord[] = [];
-  for (const group of groups.values()) {
+  for (const group of groupByKey(records).values()) {
     for (let from = 0; from < group.length; from += maxRecords) {
       const end = Math.min(group.length, from + maxRecords);
       for (let i = from; i < end; i++) wave.push(group[i]!);
