@@ -9,7 +9,7 @@ import type { IdentityState } from "./identity-state.js";
 import type { AttributionLevel, Observation } from "./observation.js";
 import { MAX_CONFLICT_FINGERPRINTS, MAX_PROJECTION_OBSERVATIONS, MAX_PROJECTION_SUBJECTS } from "./projection-limits.js";
 import type { PyObject } from "./pyvalue.js";
-import { reduceSubject, type FactorList } from "./subject.js";
+import { reduceSubject, type FactorList, type ReducedSubject } from "./subject.js";
 
 export interface SubjectGroup {
   level: AttributionLevel;
@@ -118,9 +118,9 @@ export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
 }
 
 /** A subject's packet entry and, when its review state is not none, its review proposal. */
-export function subjectOfGroup(group: SubjectGroup, latest?: Observation, factors?: FactorList): { subject: PyObject; proposal: PyObject | null } {
+export function subjectOfGroup(group: SubjectGroup, latest?: Observation, factors?: FactorList): { subject: ReducedSubject; proposal: PyObject | null } {
   const subject = reduceSubject(group.subjectId, group.level, group.digests, group.items, latest, factors);
-  const rv = subject.review as PyObject;
+  const rv = subject.review;
   if (rv.state === "none") return { subject, proposal: null };
   return {
     subject,
@@ -128,10 +128,10 @@ export function subjectOfGroup(group: SubjectGroup, latest?: Observation, factor
       subject_id: group.subjectId,
       attribution_level: group.level,
       memory_ref_digests: [...group.digests],
-      state: rv.state!,
-      proposed_action: rv.proposed_action!,
-      reason_codes: [...(rv.reason_codes as string[])],
-      quarantine_proposed: rv.quarantine_proposed!,
+      state: rv.state,
+      proposed_action: rv.proposed_action,
+      reason_codes: [...rv.reason_codes],
+      quarantine_proposed: rv.quarantine_proposed,
       automatic_deletion: false,
       action_authority_granted: false,
     },

@@ -13,13 +13,13 @@ import type { ReducerContext } from "./identity.js";
 import type { IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { historyEntryStored } from "./observation-json.js";
-import { compactJson, compactString, compactSubject, expandTokens } from "./compact-json.js";
+import { compactJson, compactString, expandTokens, storedSubject } from "./compact-json.js";
 import { compareOrder, sortedInOrder } from "./ordering.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } from "./projection.js";
 import { pyEquals, type PyObject } from "./pyvalue.js";
 import { boundsRejection, countsOf, summaryOf, type SummaryCounts } from "./reducer.js";
 import { historyMember, subjectMember } from "./sort-keys.js";
-import { bounded, orderDependentProducts, reduceSubject, type FactorList } from "./subject.js";
+import { reduceSubject, sameRoundedProducts, type FactorList } from "./subject.js";
 
 export interface SubjectPart {
   member: string;
@@ -113,26 +113,10 @@ function sameItems(a: readonly Observation[], b: readonly Observation[]): boolea
 function recheck(group: SubjectGroup, subject: PyObject, chronological?: readonly Observation[], factors?: SubjectFactors): string | null {
   if (group.items.length < 3) return null; // two factors commute: no order effect
   const inTime = chronological ?? sortedInOrder(group.items);
-  if (factors !== undefined ? sameProducts(factors.byId, factors.inTime) : sameProducts(group.items, inTime)) return null;
+  if (factors !== undefined ? sameRoundedProducts(factors.byId, factors.inTime) : sameRoundedProducts(group.items, inTime)) return null;
   const again = reduceSubject(group.subjectId, group.level, group.digests, inTime);
   for (const key of RECHECK_KEYS) if (!pyEquals(subject[key], again[key])) return key;
   return null;
-}
-
-/**
- * Whether every product the subject's estimate multiplies comes out the same
- * in id order and in time order. Only those products depend on the order (the
- * counts, labels, bases and review state do not), so when they agree the
- * re-reduction agrees too and is skipped; when one differs, the full
- * re-reduction decides (and names the field) as before. Checked: the
- * directional confidences at each evidence tier and every (basis, label)
- * bucket of the evidence summary — a superset of what reduceSubject combines.
- */
-function sameProducts(byId: readonly Observation[] | FactorList, inTime: readonly Observation[] | FactorList): boolean {
-  const x = orderDependentProducts(byId);
-  const y = orderDependentProducts(inTime);
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i] && bounded(1.0 - x[i]!, 0.0, 1.0) !== bounded(1.0 - y[i]!, 0.0, 1.0)) return false;
-  return true;
 }
 
 /** A subject's factor lists (subject.ts) in id order and in time order, kept by the caller with its lists. */
@@ -160,7 +144,7 @@ export function subjectPartOf(
   const { subject, proposal } = subjectOfGroup(group, latest, factors?.byId);
   return {
     member: subjectMember(group.level, group.key, group.subjectId),
-    fragment: compactSubject(subject),
+    fragment: storedSubject(subject),
     proposal: proposal === null ? null : compactJson(proposal),
     conflict: proposal !== null && proposal.state === "conflict",
     latest: latestMember ?? historyMember(latest.created_at, latest.observation_id),

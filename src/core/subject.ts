@@ -6,7 +6,7 @@
 import type { AttributionLevel, EvidenceBasis, Observation, UtilityLabel } from "./observation.js";
 import { latestOf } from "./ordering.js";
 import { pyRound6 } from "./pyfloat.js";
-import { PyFloat, type PyObject } from "./pyvalue.js";
+import { PyFloat } from "./pyvalue.js";
 
 export const EVIDENCE_ORDER: readonly EvidenceBasis[] = [
   "insufficient",
@@ -94,8 +94,18 @@ function factorOf(o: Observation): number {
  * n observations walks 2n numbers instead of n objects spread over the heap
  * (at 1,000 deliveries that walk was a fifth of a plan). The products come out
  * the same: the same factors, multiplied in the same order.
+ *
+ * The list also keeps the stats of its last walk. An observation appended at
+ * the end (in time order, the usual case: a new observation is the latest)
+ * multiplies into them, which is exactly the walk's last step, so they stay
+ * what a walk would give; one inserted elsewhere or removed drops them, and
+ * the next read walks again. A flush reads each order's stats twice (the
+ * estimate, then the recheck), so the second read never walks.
  */
 export class FactorList {
+  /** The stats of the whole list, or null until the next read walks it. Read-only to every reader. */
+  private stats: SubjectStats | null = null;
+
   private constructor(
     readonly buckets: number[],
     readonly factors: number[],
@@ -107,13 +117,29 @@ export class FactorList {
   }
 
   insert(at: number, o: Observation): void {
-    this.buckets.splice(at, 0, bucketOf(o));
-    this.factors.splice(at, 0, factorOf(o));
+    const bucket = bucketOf(o);
+    const factor = factorOf(o);
+    if (this.stats !== null && at === this.buckets.length) addToStats(this.stats, bucket, factor);
+    else this.stats = null;
+    this.buckets.splice(at, 0, bucket);
+    this.factors.splice(at, 0, factor);
   }
 
   remove(at: number): void {
+    this.stats = null;
     this.buckets.splice(at, 1);
     this.factors.splice(at, 1);
+  }
+
+  /** The stats of the list in its order (walked only when they were dropped since the last read). */
+  read(): Readonly<SubjectStats> {
+    if (this.stats === null) {
+      const stats = emptyStats();
+      const { buckets, factors } = this;
+      for (let i = 0; i < buckets.length; i++) addToStats(stats, buckets[i]!, factors[i]!);
+      this.stats = stats;
+    }
+    return this.stats;
   }
 }
 
@@ -142,26 +168,39 @@ function addToStats(s: SubjectStats, at: number, f: number): void {
   }
 }
 
-function subjectStats(observations: readonly Observation[] | FactorList): SubjectStats {
+function subjectStats(observations: readonly Observation[] | FactorList): Readonly<SubjectStats> {
+  if (observations instanceof FactorList) return observations.read();
   const stats = emptyStats();
-  if (observations instanceof FactorList) {
-    const { buckets, factors } = observations;
-    for (let i = 0; i < buckets.length; i++) addToStats(stats, buckets[i]!, factors[i]!);
-  } else for (const o of observations) addToStats(stats, bucketOf(o), factorOf(o));
+  for (const o of observations) addToStats(stats, bucketOf(o), factorOf(o));
   return stats;
 }
 
 /**
- * Every product in a subject's estimate that depends on the observations' order: the 20 buckets'
- * `remaining`, then the 5 tiers' directional `remaining` (packet-parts compares them in two orders).
+ * Whether every product the subject's estimate multiplies comes out the same in
+ * both orders (packet-parts.ts's recheck: id order and time order). Only those
+ * products depend on the order (the counts, labels, bases and review state do
+ * not), so when they agree the re-reduction agrees too and is skipped; when one
+ * differs, the full re-reduction decides (and names the field). Checked: the
+ * 20 buckets' `remaining` (the evidence summary) and the 5 tiers' directional
+ * `remaining`, a superset of what reduceSubject combines; two products that
+ * differ in their last bits agree if what the estimate shows of them,
+ * `bounded(1 - x, 0, 1)`, does. With factor lists neither side walks again:
+ * the id order's stats are those the estimate just read, the time order's were
+ * kept across appends (FactorList).
  */
-export function orderDependentProducts(observations: readonly Observation[] | FactorList): number[] {
-  const stats = subjectStats(observations);
-  return stats.remaining.concat(stats.directionalRemaining);
+export function sameRoundedProducts(a: readonly Observation[] | FactorList, b: readonly Observation[] | FactorList): boolean {
+  const x = subjectStats(a);
+  const y = subjectStats(b);
+  return sameRounded(x.remaining, y.remaining) && sameRounded(x.directionalRemaining, y.directionalRemaining);
 }
 
-function summaryOfStats(stats: SubjectStats): PyObject[] {
-  const result: PyObject[] = [];
+function sameRounded(x: readonly number[], y: readonly number[]): boolean {
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i] && bounded(1.0 - x[i]!, 0.0, 1.0) !== bounded(1.0 - y[i]!, 0.0, 1.0)) return false;
+  return true;
+}
+
+function summaryOfStats(stats: Readonly<SubjectStats>): LabelSummaryEntry[] {
+  const result: LabelSummaryEntry[] = [];
   for (let at = 0; at < BUCKETS; at++) {
     const n = stats.count[at]!;
     if (n === 0) continue;
@@ -183,7 +222,47 @@ function labelCount(bits: number): number {
   return n;
 }
 
-export function review(state: string, action: string, reasonCodes: readonly string[]): PyObject {
+/** A subject's review, as reduceSubject writes it (the packet's `review` and the proposal's fields). */
+export type SubjectReview = {
+  state: string;
+  proposed_action: string;
+  reason_codes: string[];
+  quarantine_proposed: boolean;
+  automatic_deletion: false;
+  action_authority_granted: false;
+};
+
+/**
+ * A packet subject, as reduceSubject makes it: every key and the type of every
+ * value fixed, so its stored form can be written without inspecting it
+ * (compact-json.ts, storedSubject). A PyObject like any other value.
+ */
+export type ReducedSubject = {
+  subject_id: string;
+  attribution_level: AttributionLevel;
+  memory_ref_digests: string[];
+  utility_estimate: PyFloat;
+  utility_bounds: { min: PyFloat; max: PyFloat };
+  effective_utility_label: UtilityLabel;
+  effective_evidence_basis: EvidenceBasis;
+  confidence: PyFloat;
+  uncertainty: PyFloat;
+  support: Record<UtilityLabel, number>;
+  evidence_strength: Record<EvidenceBasis, number>;
+  evidence_label_summary: LabelSummaryEntry[];
+  observation_count: number;
+  last_observed_at: string | null;
+  last_observation_id: string | null;
+  review: SubjectReview;
+  read_only: true;
+  automatic_deletion: false;
+  action_authority_granted: false;
+};
+
+/** One (basis, label) bucket of a subject's evidence summary, its keys in canonical order. */
+export type LabelSummaryEntry = { combined_confidence: PyFloat; evidence_basis: EvidenceBasis; observation_count: number; utility_label: UtilityLabel };
+
+export function review(state: string, action: string, reasonCodes: readonly string[]): SubjectReview {
   return {
     state,
     proposed_action: action,
@@ -203,7 +282,7 @@ export function reduceSubject(
   latest?: Observation,
   /** The observations' buckets and factors in the same order, when the caller keeps them (saves a walk). */
   factors?: FactorList,
-): PyObject {
+): ReducedSubject {
   const stats = subjectStats(factors ?? observations);
   const support: Record<UtilityLabel, number> = { helpful: 0, harmful: 0, neutral: 0, unknown: 0 };
   const strength: Record<EvidenceBasis, number> = {

@@ -11,6 +11,7 @@ import { librarySource } from "../../src/adapters/redis/functions.js";
 import { EXPANSION, KEY_TOKENS, VALUE_TOKENS, compactJson, expandTokens } from "../../src/core/compact-json.js";
 import { historyEntryJson, historyEntryStored } from "../../src/core/observation-json.js";
 import { PyFloat, type PyValue } from "../../src/core/pyvalue.js";
+import type { ReducedSubject } from "../../src/core/subject.js";
 import { simulate } from "../../producers/simulation.js";
 
 const tricky = fc.constantFrom(...KEY_TOKENS, ...VALUE_TOKENS.filter((v) => typeof v === "string"), '"status":', "\u0002d", "\u0003!", "\u0002", "a\"b", "\\", "\u0000\u0001\u0002\u0003", "é", "😀", "\uffff", "key");
@@ -73,12 +74,12 @@ describe("compact JSON", () => {
   });
 });
 
-describe("compactSubject", () => {
-  it("equals compactJson on every subject of simulated identities, and on other shapes", async () => {
+describe("storedSubject", () => {
+  it("equals compactJson on every subject of simulated identities", async () => {
     const { projectIdentityState } = await import("../../src/core/reducer.js");
     const { emptyIdentityState, foldDelivery } = await import("../../src/core/identity-state.js");
     const { contextOfObservation } = await import("../../src/core/identity.js");
-    const { compactSubject } = await import("../../src/core/compact-json.js");
+    const { storedSubject } = await import("../../src/core/compact-json.js");
     let subjects = 0;
     for (const seed of [1, 2, 3]) {
       const all = [...simulate({ agents: 1, observationsPerAgent: 300, snapshotEvery: 1e9, duplicateRate: 0.1, conflictRate: 0.1, memories: 8, seed })];
@@ -86,13 +87,40 @@ describe("compactSubject", () => {
       for (const d of all) foldDelivery(state, d.observation);
       const packet = projectIdentityState(contextOfObservation(all[0]!.observation, "memory_utility_reducer_v0"), state) as { subjects: PyValue[] };
       for (const s of packet.subjects) {
-        expect(compactSubject(s)).toBe(compactJson(s));
+        expect(storedSubject(s as unknown as ReducedSubject)).toBe(compactJson(s));
         subjects++;
       }
     }
     expect(subjects).toBeGreaterThan(30);
-    fc.assert(fc.property(value, (v) => compactSubject(v) === compactJson(v)), { numRuns: 500 });
-    expect(compactSubject({ subject_id: "x", extra: 1 })).toBe(compactJson({ subject_id: "x", extra: 1 }));
+  });
+
+  it("equals compactJson on random subjects of its type (any strings, floats and counts, null latest fields)", async () => {
+    const { storedSubject } = await import("../../src/core/compact-json.js");
+    const float = fc.double({ noNaN: true, noDefaultInfinity: true }).map((x) => new PyFloat(x));
+    const count = fc.oneof(fc.nat(), fc.constant(-0));
+    const entry = fc.record({ combined_confidence: float, evidence_basis: text, observation_count: count, utility_label: text });
+    const subject = fc.record({
+      subject_id: text,
+      attribution_level: text,
+      memory_ref_digests: fc.array(text, { maxLength: 4 }),
+      utility_estimate: float,
+      utility_bounds: fc.record({ min: float, max: float }),
+      effective_utility_label: text,
+      effective_evidence_basis: text,
+      confidence: float,
+      uncertainty: float,
+      support: fc.record({ helpful: count, harmful: count, neutral: count, unknown: count }),
+      evidence_strength: fc.record({ insufficient: count, evaluator_inference: count, deterministic_effect: count, controlled_replay: count, owner_correction: count }),
+      evidence_label_summary: fc.array(entry, { maxLength: 5 }),
+      observation_count: count,
+      last_observed_at: fc.option(text, { nil: null }),
+      last_observation_id: fc.option(text, { nil: null }),
+      review: fc.record({ state: text, proposed_action: text, reason_codes: fc.array(text, { maxLength: 4 }), quarantine_proposed: fc.boolean(), automatic_deletion: fc.constant(false), action_authority_granted: fc.constant(false) }),
+      read_only: fc.constant(true),
+      automatic_deletion: fc.constant(false),
+      action_authority_granted: fc.constant(false),
+    });
+    fc.assert(fc.property(subject, (s) => storedSubject(s as unknown as ReducedSubject) === compactJson(s as unknown as PyValue)), { numRuns: 2000 });
   });
 });
 

@@ -14,6 +14,7 @@ import { observationFingerprint, type Observation } from "../../src/core/observa
 import { computeParts, type PartsView } from "../../src/core/packet-parts.js";
 import { Prng } from "../../producers/simulation.js";
 import { contentDigest, elementsOfParts } from "../support/content-digest.js";
+import type { PyObject } from "../../src/core/pyvalue.js";
 
 function comparable(p: PartsView) {
   return {
@@ -159,7 +160,12 @@ describe("the readback re-reduction check (time order vs id order)", () => {
     const fc = (await import("fast-check")).default;
     const { subjectPartOf } = await import("../../src/core/packet-parts.js");
     const { FactorList, reduceSubject } = await import("../../src/core/subject.js");
-    // Factor lists as a fold keeps them: built by inserting at the sorted position, in arrival order.
+    // Factor lists as a fold keeps them: built by inserting at the sorted position, in arrival order, and read
+    // after every insert as a flush reads them (so an append multiplies into the stats kept from the last read).
+    // Whatever the inserts did, the stats read at the end are bit for bit those of one walk of the final order.
+    const sameStats = (a: Readonly<Record<string, unknown>>, b: Readonly<Record<string, unknown>>) =>
+      Object.keys(b).every((k) => (Array.isArray(b[k]) ? (b[k] as number[]).every((v, i) => Object.is(v, (a[k] as number[])[i])) : Object.is(a[k], b[k])));
+    let appendsAfterARead = 0;
     const factorsOf = (arrival: readonly Observation[], order: (a: Observation, b: Observation) => number) => {
       const list = FactorList.of([]);
       const sorted: Observation[] = [];
@@ -167,8 +173,11 @@ describe("the readback re-reduction check (time order vs id order)", () => {
         let at = 0;
         while (at < sorted.length && order(sorted[at]!, o) < 0) at++;
         sorted.splice(at, 0, o);
+        if (at === sorted.length - 1 && sorted.length > 1) appendsAfterARead++;
         list.insert(at, o);
+        list.read();
       }
+      if (!sameStats(list.read(), FactorList.of(sorted).read())) throw new Error("the kept stats differ from a walk of the same order");
       return list;
     };
     const byIdOrder = (a: Observation, b: Observation) => (a.observation_id < b.observation_id ? -1 : 1);
@@ -192,7 +201,7 @@ describe("the readback re-reduction check (time order vs id order)", () => {
           const chrono = [...items].sort(compareOrder);
           const subject = reduceSubject(group.subjectId, group.level, group.digests, items);
           const again = reduceSubject(group.subjectId, group.level, group.digests, chrono);
-          const expected = KEYS.find((k) => !pyEquals(subject[k], again[k])) ?? null;
+          const expected = KEYS.find((k) => !pyEquals((subject as PyObject)[k], (again as PyObject)[k])) ?? null;
           const arrival = arrivalOrder(items, rows);
           const factors = { byId: factorsOf(arrival, byIdOrder), inTime: factorsOf(arrival, compareOrder) };
           const withFactors = subjectPartOf(group, chrono, factors);
@@ -206,6 +215,7 @@ describe("the readback re-reduction check (time order vs id order)", () => {
       ),
       { numRuns: 5000 },
     );
+    expect(appendsAfterARead).toBeGreaterThan(1000); // the kept stats were extended, not only walked
     // The same with another known pair of orders, among items of other tiers and labels (neutral: the field is `confidence`).
     const mixed = [...[0.11, 0.82, 0.03, 0.25].map((c, i) => ({ c, basis: "controlled_replay", label: "neutral", t: 50 - i })), { c: 0.5, basis: "evaluator_inference", label: "helpful", t: 1 }];
     const items = mixed.map((r, i) => ({ ...base, observation_id: `muo_${i}`, confidence: r.c, evidence_basis: r.basis, utility_label: r.label, created_at: `2026-11-01T00:00:${String(r.t).padStart(2, "0")}Z` })) as Observation[];
