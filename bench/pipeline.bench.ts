@@ -11,7 +11,7 @@
  *   8. core vs the Python reference (bench/core.bench.ts, spawned; needs .cache/reference-venv)
  *
  *   npx tsx bench/pipeline.bench.ts [--records 100000] [--latency-rate 2000,5000] [--latency-seconds 10]
- *       [--memory-identities 10000,100000] [--cache-size 10000] [--plan-samples 200] [--core-repeat 30]
+ *       [--memory-identities 10000,100000] [--cache-size 10000] [--plan-samples 200] [--plan-rounds 5] [--core-repeat 30]
  *       [--steps fold,e2e,latency,memory,plan,core] [--skip-core] [--json FILE]
  *
  * --steps runs only the named steps (default: all; --skip-core drops `core`): fold is 1 + 4 + 6, e2e 2,
@@ -45,7 +45,7 @@ import { observationMessage } from "../producers/observation-message.js";
 import { openSender } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
 import { nodeFlagsInEffect, runUnderMufoldFlags } from "./mufold-flags.js";
-import { measurePlan } from "./plan.bench.js";
+import { measurePlans } from "./plan.bench.js";
 import { writeBenchmarkCharts } from "./render-charts.js";
 import { processCpuSeconds, startThreadSplit, type ThreadSplit } from "./cpu-split.js";
 import { startHeapTraffic, type HeapTraffic } from "./heap-traffic.js";
@@ -67,6 +67,7 @@ const { values } = parseArgs({
     "memory-identities": { type: "string", default: "10000,100000" },
     "cache-size": { type: "string", default: "10000" },
     "plan-samples": { type: "string", default: "200" },
+    "plan-rounds": { type: "string", default: "5" },
     "core-repeat": { type: "string", default: "30" },
     "skip-core": { type: "boolean", default: false },
     steps: { type: "string", default: "fold,e2e,latency,memory,plan,core" },
@@ -444,12 +445,13 @@ result.rss_mib_at_300k_identities = rssByIdentities["300000"] ?? null;
 // 7: IdentityModel.plan for one new delivery, pure and in process.
 if (run("plan")) {
   const samples = Number(values["plan-samples"]);
-  for (const n of [10, 1000]) {
-    const r = measurePlan(n, samples);
-    out(`IdentityModel.plan, one new delivery on an identity holding ${n} (median of ${samples})`, r.medianUs.toFixed(1), "µs");
-    result[`plan_us_per_delivery_n${n}`] = round(r.medianUs, 1);
-    result[`plan_us_p90_n${n}`] = round(r.p90Us, 1);
+  const rounds = Number(values["plan-rounds"]);
+  for (const r of measurePlans([10, 1000], samples, rounds)) {
+    out(`IdentityModel.plan, one new delivery on an identity holding ${r.held} (median of ${r.samples}, in ${rounds} rounds side by side)`, r.medianUs.toFixed(1), "µs");
+    result[`plan_us_per_delivery_n${r.held}`] = round(r.medianUs, 1);
+    result[`plan_us_p90_n${r.held}`] = round(r.p90Us, 1);
   }
+  result.plan_rounds = rounds;
 }
 
 // 8: core vs the Python reference: bench/core.bench.ts in its own process, its ratios parsed from its table.

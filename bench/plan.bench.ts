@@ -5,12 +5,19 @@
  * per batch): fold the delivery into the state, recompute the packet parts,
  * diff them against the stored parts and (change feed on, the default) digest
  * the packet. Each sample plans on a fresh model (built untimed) so every
- * sample sees exactly N prior deliveries; all models are built, and the heap
- * collected, before the first timed sample.
+ * sample sees exactly N prior deliveries; a round's models are all built, and
+ * the heap collected, before its first timed sample.
  *
- *   npx tsx bench/plan.bench.ts [--sizes 10,1000] [--samples 200]
+ * The sizes are measured side by side: the samples are taken in rounds, each
+ * round timing every size (in turns that alternate from round to round), and
+ * each size's median is over all its rounds. A ratio of two sizes then
+ * compares them over the same stretch of the run. Measured one after the
+ * other, the n = 1,000 median of unchanged code moved between 36 and 76 µs
+ * from run to run on this machine (docs/benchmarks.md).
  *
- * Imported by pipeline.bench.ts (measurePlan) for plan_us_per_delivery_n10/_n1000.
+ *   npx tsx bench/plan.bench.ts [--sizes 10,1000] [--samples 200] [--rounds 5]
+ *
+ * Imported by pipeline.bench.ts (measurePlans) for plan_us_per_delivery_n10/_n1000.
  */
 import { parseArgs } from "node:util";
 import { setFlagsFromString } from "node:v8";
@@ -49,8 +56,8 @@ function deliveriesFor(held: number, extra: number, seed: number): { prior: Deli
   return { prior, next };
 }
 
-/** Median (and p90) microseconds of model.plan([one new delivery]) on a model holding `held` deliveries. */
-export function measurePlan(held: number, samples: number, feed = true): PlanResult {
+/** One size's deliveries and a maker of fresh models holding them. */
+function planSubject(held: number, samples: number, feed: boolean): { fresh: () => IdentityModel; next: Delivery[] } {
   const { prior, next } = deliveriesFor(held, Math.min(samples, 50), 7);
   const context = contextOfObservation(prior[0]!.observation, REDUCER_VERSION);
   const identity = reducerIdentity(context);
@@ -62,27 +69,44 @@ export function measurePlan(held: number, samples: number, feed = true): PlanRes
   };
   // Warm up the JIT on this shape.
   for (let i = 0; i < 5; i++) fresh().plan([next[i % next.length]!], { feed });
-  // Every model is built before timing starts, and the heap is collected, so a sample does not pay for
-  // collecting the (large, untimed) build of the samples before it.
-  const models = Array.from({ length: samples }, fresh);
-  collectGarbage();
-  const times: number[] = [];
-  for (let i = 0; i < samples; i++) {
-    const d = next[i % next.length]!;
-    const t0 = process.hrtime.bigint();
-    models[i]!.plan([d], { feed });
-    times.push(Number(process.hrtime.bigint() - t0) / 1000);
+  return { fresh, next };
+}
+
+/**
+ * Median (and p90) microseconds of model.plan([one new delivery]) on a model holding each of `sizes` deliveries:
+ * `samples` per size, taken in `rounds` rounds that each time every size (see the header).
+ */
+export function measurePlans(sizes: readonly number[], samples: number, rounds = 5, feed = true): PlanResult[] {
+  const subjects = sizes.map((held) => planSubject(held, samples, feed));
+  const times: number[][] = sizes.map(() => []);
+  for (let round = 0; round < rounds; round++) {
+    const perRound = Math.floor(samples / rounds) + (round < samples % rounds ? 1 : 0);
+    for (let turn = 0; turn < sizes.length; turn++) {
+      const s = round % 2 === 0 ? turn : sizes.length - 1 - turn;
+      const { fresh, next } = subjects[s]!;
+      // The round's models are built before its timing starts, and the heap is collected, so a sample does not
+      // pay for collecting the (large, untimed) build of the samples before it.
+      const models = Array.from({ length: perRound }, fresh);
+      collectGarbage();
+      for (let i = 0; i < perRound; i++) {
+        const d = next[(times[s]!.length + i) % next.length]!;
+        const t0 = process.hrtime.bigint();
+        models[i]!.plan([d], { feed });
+        times[s]!.push(Number(process.hrtime.bigint() - t0) / 1000);
+      }
+    }
   }
-  times.sort((a, b) => a - b);
-  return { held, samples, medianUs: times[Math.floor(times.length / 2)]!, p90Us: times[Math.floor(times.length * 0.9)]! };
+  return sizes.map((held, s) => {
+    const sorted = times[s]!.sort((a, b) => a - b);
+    return { held, samples: sorted.length, medianUs: sorted[Math.floor(sorted.length / 2)]!, p90Us: sorted[Math.floor(sorted.length * 0.9)]! };
+  });
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { sizes: { type: "string", default: "10,1000" }, samples: { type: "string", default: "200" } } });
+  const { values } = parseArgs({ options: { sizes: { type: "string", default: "10,1000" }, samples: { type: "string", default: "200" }, rounds: { type: "string", default: "5" } } });
   console.log("| deliveries held | samples | plan median (µs) | plan p90 (µs) |");
   console.log("|---|---|---|---|");
-  for (const n of String(values.sizes).split(",").map(Number)) {
-    const r = measurePlan(n, Number(values.samples));
+  for (const r of measurePlans(String(values.sizes).split(",").map(Number), Number(values.samples), Number(values.rounds))) {
     console.log(`| ${r.held} | ${r.samples} | ${r.medianUs.toFixed(1)} | ${r.p90Us.toFixed(1)} |`);
   }
 }
