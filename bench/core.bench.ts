@@ -4,7 +4,13 @@
  * the oracle, timed inside Python). Prints a markdown table of deliveries per
  * second and the ratio.
  *
- *   npx tsx bench/core.bench.ts [--repeat N]
+ * The two sides take turns: each input is timed in `--rounds` rounds, each of
+ * which runs mufold and then the reference, and each side's time is the median
+ * of its samples over all rounds. A slow stretch of the machine then falls on
+ * both sides instead of on one (timed one after the other, mufold's side at
+ * 1,000 deliveries moved 62k-86k deliveries/s between runs of unchanged code).
+ *
+ *   npx tsx bench/core.bench.ts [--repeat N] [--rounds R]
  */
 import { canonicalJson, observationToPy, utilityProject } from "../src/core/index.js";
 import { simulate } from "../producers/simulation.js";
@@ -15,7 +21,9 @@ import { runUnderMufoldFlags } from "./mufold-flags.js";
 // The embedded reducer runs in `mufold` processes: measure it under their V8 flags.
 await runUnderMufoldFlags();
 
-const repeat = Number(process.argv[process.argv.indexOf("--repeat") + 1] || 20);
+const flag = (name: string, fallback: number): number => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback);
+const repeat = flag("--repeat", 20);
+const rounds = flag("--rounds", 5);
 
 function identityStream(deliveries: number, seed: number): string {
   const obs = [...simulate({ agents: 1, observationsPerAgent: deliveries, snapshotEvery: 1e9, duplicateRate: 0.1, conflictRate: 0.01, memories: 6, seed })].map((d) => d.observation);
@@ -32,17 +40,25 @@ function identityStream(deliveries: number, seed: number): string {
 const WARM_UP_MS = 1000;
 const WARM_UP_RUNS = 10;
 
-function timeMufold(text: string): number {
+function warmUp(text: string): void {
   const warmUntil = Date.now() + WARM_UP_MS;
   for (let i = 0; i < WARM_UP_RUNS || Date.now() < warmUntil; i++) utilityProject(text);
+}
+
+/** Seconds of each of `runs` runs of mufold on `text`. */
+function timeMufold(text: string, runs: number): number[] {
   const samples: number[] = [];
-  for (let i = 0; i < repeat; i++) {
+  for (let i = 0; i < runs; i++) {
     const t0 = process.hrtime.bigint();
     utilityProject(text);
     samples.push(Number(process.hrtime.bigint() - t0) / 1e9);
   }
-  return samples.sort((a, b) => a - b)[Math.floor(samples.length / 2)]!;
+  return samples;
 }
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** `total` runs cut into `rounds` turns, at least one each. */
+const share = (total: number, round: number): number => Math.max(1, Math.floor(total / rounds) + (round < total % rounds ? 1 : 0));
 
 const inputs: { name: string; text: string; deliveries: number }[] = [
   { name: "one identity, 300 deliveries", text: identityStream(300, 1), deliveries: 300 },
@@ -57,9 +73,17 @@ const oracle = await ReferenceOracle.start();
 const rows: string[] = [];
 for (const input of inputs) {
   const status = JSON.parse(utilityProject(input.text).stdout).status ?? "invalid_request";
-  const ours = timeMufold(input.text);
-  const ref = await oracle.request<{ seconds_per_run: number }>({ op: "time_project", input: input.text, repeat: Math.max(3, Math.round(repeat / 4)) });
-  const theirs = ref.seconds_per_run;
+  warmUp(input.text);
+  const mine: number[] = [];
+  const reference: number[] = [];
+  const referenceRuns = Math.max(3, Math.round(repeat / 4));
+  for (let round = 0; round < rounds; round++) {
+    mine.push(...timeMufold(input.text, share(repeat, round)));
+    const ref = await oracle.request<{ seconds_per_run: number }>({ op: "time_project", input: input.text, repeat: share(referenceRuns, round) });
+    reference.push(ref.seconds_per_run);
+  }
+  const ours = median(mine);
+  const theirs = median(reference);
   rows.push(
     `| ${input.name} (${status}) | ${input.deliveries} | ${(input.deliveries / theirs).toFixed(0)} | ${(input.deliveries / ours).toFixed(0)} | ${(theirs / ours).toFixed(1)}x |`,
   );
