@@ -127,10 +127,8 @@ const k = compactKey;
  * is ~50 pieces instead of ~90.
  */
 const S = {
-  actionAuthority: "{" + k("action_authority_granted"),
-  level: "," + k("attribution_level"),
-  deletion: "," + k("automatic_deletion"),
-  confidence: "," + k("confidence"),
+  level: "{" + k("action_authority_granted") + compactJson(false) + "," + k("attribution_level"),
+  confidence: "," + k("automatic_deletion") + compactJson(false) + "," + k("confidence"),
   basis: "," + k("effective_evidence_basis"),
   label: "," + k("effective_utility_label"),
   summary: "," + k("evidence_label_summary") + "[",
@@ -186,16 +184,15 @@ function summary(entries: readonly LabelSummaryEntry[]): string {
  * compactJson of a subject reduceSubject made, without inspecting it: its keys
  * are fixed by its type, so they are written as constants (S), in canonical
  * order (a unit test holds this equal to compactJson on real and on random
- * subjects). `read_only` and the review's two `false` are constants of the
- * type. The generic writer looked every key up by name and checked each
+ * subjects). `read_only` and the four `false` (two of the subject's, two of
+ * its review's) are constants of the type, written as part of the runs. The generic writer looked every key up by name and checked each
  * object's shape: about twice the time of this one.
  */
 export function storedSubject(s: ReducedSubject): string {
   const r = s.review;
   const sup = s.support;
   const st = s.evidence_strength;
-  return S.actionAuthority + bool(s.action_authority_granted) + S.level + compactString(s.attribution_level) + S.deletion + bool(s.automatic_deletion) +
-    S.confidence + floatJson(s.confidence.value) + S.basis + compactString(s.effective_evidence_basis) + S.label + compactString(s.effective_utility_label) +
+  return S.level + compactString(s.attribution_level) + S.confidence + floatJson(s.confidence.value) + S.basis + compactString(s.effective_evidence_basis) + S.label + compactString(s.effective_utility_label) +
     S.summary + summary(s.evidence_label_summary) +
     S.replay + String(st.controlled_replay) + S.effect + String(st.deterministic_effect) + S.inference + String(st.evaluator_inference) +
     S.insufficient + String(st.insufficient) + S.owner + String(st.owner_correction) +

@@ -113,7 +113,7 @@ function sameItems(a: readonly Observation[], b: readonly Observation[]): boolea
 function recheck(group: SubjectGroup, subject: PyObject, chronological?: readonly Observation[], factors?: SubjectFactors): string | null {
   if (group.items.length < 3) return null; // two factors commute: no order effect
   const inTime = chronological ?? sortedInOrder(group.items);
-  if (factors !== undefined ? sameRoundedProducts(factors.byId, factors.inTime) : sameRoundedProducts(group.items, inTime)) return null;
+  if (sameRoundedProducts(factors?.byId ?? group.items, factors?.inTime ?? inTime)) return null;
   const again = reduceSubject(group.subjectId, group.level, group.digests, inTime);
   for (const key of RECHECK_KEYS) if (!pyEquals(subject[key], again[key])) return key;
   return null;
