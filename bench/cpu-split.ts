@@ -4,10 +4,12 @@
  * from its other threads (V8's platform workers: parallel scavenging,
  * concurrent marking and sweeping, background compilation; libuv's pool:
  * zstd), the main thread's garbage-collection pauses, and the CPU of another
- * process (the broker) meanwhile. Thread times come from /proc (Linux): elsewhere
- * they are null, never a guess.
+ * process (the broker) meanwhile; and, for the replays, the whole machine's
+ * busy cores. Times come from /proc (Linux): elsewhere they are null, never a
+ * guess.
  */
 import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { PerformanceObserver } from "node:perf_hooks";
 
 /** Clock ticks per second of /proc's utime and stime (USER_HZ: 100 on Linux). */
@@ -63,6 +65,33 @@ export function startThreadSplit(): { stop(records: number): ThreadSplit | null 
       const main = after.main - before.main;
       const all = after.all - before.all;
       return { mainUs: (main * 1e6) / records, otherUs: ((all - main) * 1e6) / records, gcPauseUs: (gcMs * 1e3) / records };
+    },
+  };
+}
+
+/** Busy and total jiffies of the whole machine (/proc/stat's first line: idle and iowait count as not busy). */
+function machineJiffies(): { busy: number; all: number } | null {
+  try {
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const all = fields.reduce((a, b) => a + b, 0);
+    return { busy: all - fields[3]! - fields[4]!, all };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Start measuring the whole machine (every process: the fold or replay, Redis, the broker); `stop()` gives the
+ * cores it kept busy on average meanwhile (null off Linux). On a machine the measured work saturates, this is
+ * its core count: then running more processes of it cannot make it faster.
+ */
+export function startMachineCpu(): { stop(): number | null } {
+  const before = machineJiffies();
+  return {
+    stop(): number | null {
+      const after = machineJiffies();
+      if (before === null || after === null || after.all === before.all) return null;
+      return (availableParallelism() * (after.busy - before.busy)) / (after.all - before.all);
     },
   };
 }

@@ -3,7 +3,9 @@
  * every apply of a chunk until the whole chunk is planned (it flushes its
  * auto-pipeline on setImmediate), leaving Redis idle while the worker plans
  * and the worker idle while Redis applies. Written as they are planned, the
- * applies run in Redis while the next identities are planned.
+ * applies run in Redis while the next identities are planned; the build's
+ * store groups them into few socket writes as the fold's does
+ * (write-coalescing.ts; replay-build.ts).
  */
 import { Cluster, Redis } from "ioredis";
 import { assertFcallRouting, redisClientPlan, redisClientSettings, type RedisClient } from "../src/adapters/redis/connect.js";

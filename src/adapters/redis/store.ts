@@ -116,7 +116,10 @@ export class RedisStore implements IdentityStore {
   }
 
   async addToIndex(generation: number, identities: readonly string[]): Promise<void> {
-    if (identities.length > 0) await this.redis.sadd(indexKey(this.prefix, generation), ...identities);
+    if (identities.length === 0) return;
+    // A replay's build indexes each group of a chunk as its turn comes: dozens of SADDs in one turn.
+    this.coalescer?.beforeCommand();
+    await this.redis.sadd(indexKey(this.prefix, generation), ...identities);
   }
 
   async listIdentities(generation: number): Promise<string[]> {
