@@ -15,6 +15,7 @@ import { connectBuildRedis } from "../../consumers/replay-redis.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { simulate } from "../../producers/simulation.js";
 import { comparePackets, dropPrefix, expectedPackets, testSettings } from "../support/pipeline.js";
+import { socketWrites } from "../support/socket-writes.js";
 
 const settings = testSettings();
 let redis: Redis;
@@ -28,26 +29,6 @@ afterAll(async () => {
   await dropPrefix(settings);
   await redis.quit();
 });
-
-/** Count the socket writes `client` makes while `f` runs (Node's Writable calls _write or, when corked, _writev). */
-async function socketWrites(client: Redis, f: () => Promise<unknown>): Promise<number> {
-  const socket = client.stream as unknown as Record<"_write" | "_writev", (...args: unknown[]) => unknown>;
-  let writes = 0;
-  const originals = { _write: socket._write, _writev: socket._writev };
-  for (const name of ["_write", "_writev"] as const) {
-    const original = originals[name];
-    socket[name] = (...args: unknown[]) => {
-      writes++;
-      return original.apply(socket, args);
-    };
-  }
-  try {
-    await f();
-  } finally {
-    Object.assign(socket, originals);
-  }
-  return writes;
-}
 
 describe("the replay's build on real Redis", () => {
   it("writes a chunk of 60 identities in few socket writes, and the shadow holds exactly the reducer's packets", async () => {

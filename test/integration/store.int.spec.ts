@@ -8,6 +8,7 @@ import { identityKeys } from "../../src/fold/keys.js";
 import { contextOfObservation, observationFingerprint, reducerIdentity, type Observation } from "../../src/core/index.js";
 import { simulate } from "../../producers/simulation.js";
 import { comparePackets, dropPrefix, expectedPackets, testSettings } from "../support/pipeline.js";
+import { socketWrites } from "../support/socket-writes.js";
 
 const settings = testSettings();
 let redis: Redis;
@@ -39,26 +40,6 @@ async function readAll(generation: number): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (const id of await store.listIdentities(generation)) out.set(id, (await store.read(generation, id)) ?? "<missing>");
   return out;
-}
-
-/** Count the socket writes `client` makes while `f` runs (Node's Writable calls _write or, when corked, _writev). */
-async function socketWrites(client: Redis, f: () => Promise<unknown>): Promise<number> {
-  const socket = client.stream as unknown as Record<"_write" | "_writev", (...args: unknown[]) => unknown>;
-  let writes = 0;
-  const originals = { _write: socket._write, _writev: socket._writev };
-  for (const name of ["_write", "_writev"] as const) {
-    const original = originals[name];
-    socket[name] = (...args: unknown[]) => {
-      writes++;
-      return original.apply(socket, args);
-    };
-  }
-  try {
-    await f();
-  } finally {
-    Object.assign(socket, originals);
-  }
-  return writes;
 }
 
 describe("identity store on real Redis", () => {
