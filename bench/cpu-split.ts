@@ -9,7 +9,6 @@
  * guess.
  */
 import { readFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
 import { PerformanceObserver } from "node:perf_hooks";
 
 /** Clock ticks per second of /proc's utime and stime (USER_HZ: 100 on Linux). */
@@ -69,29 +68,30 @@ export function startThreadSplit(): { stop(records: number): ThreadSplit | null 
   };
 }
 
-/** Busy and total jiffies of the whole machine (/proc/stat's first line: idle and iowait count as not busy). */
-function machineJiffies(): { busy: number; all: number } | null {
+/** Busy and total jiffies of the whole machine, and the CPUs they cover (/proc/stat: idle and iowait count as not busy). */
+function machineJiffies(): { busy: number; all: number; cpus: number } | null {
   try {
-    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const lines = readFileSync("/proc/stat", "utf8").split("\n");
+    const fields = lines[0]!.trim().split(/\s+/).slice(1).map(Number);
     const all = fields.reduce((a, b) => a + b, 0);
-    return { busy: all - fields[3]! - fields[4]!, all };
+    return { busy: all - fields[3]! - fields[4]!, all, cpus: lines.filter((l) => /^cpu\d/.test(l)).length };
   } catch {
     return null;
   }
 }
 
 /**
- * Start measuring the whole machine (every process: the fold or replay, Redis, the broker); `stop()` gives the
- * cores it kept busy on average meanwhile (null off Linux). On a machine the measured work saturates, this is
- * its core count: then running more processes of it cannot make it faster.
+ * Start measuring the whole machine (every process: the fold or replay, Redis, the broker); `stop()` gives its
+ * CPUs and how many of them were busy on average meanwhile (null off Linux). On a machine the measured work
+ * saturates, the two are equal: then running more processes of it cannot make it faster.
  */
-export function startMachineCpu(): { stop(): number | null } {
+export function startMachineCpu(): { stop(): { busy: number; cores: number } | null } {
   const before = machineJiffies();
   return {
-    stop(): number | null {
+    stop() {
       const after = machineJiffies();
       if (before === null || after === null || after.all === before.all) return null;
-      return (availableParallelism() * (after.busy - before.busy)) / (after.all - before.all);
+      return { busy: (after.cpus * (after.busy - before.busy)) / (after.all - before.all), cores: after.cpus };
     },
   };
 }

@@ -29,7 +29,6 @@
 import { execFileSync } from "node:child_process";
 import kafkajs from "kafkajs";
 import { writeFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
@@ -205,18 +204,18 @@ async function liveIdentities(settings: Settings): Promise<number> {
  * the machine's busy cores over that stretch (cpu-split.ts: when they are all of its cores, more replay
  * processes cannot help on this machine).
  */
-async function verifiedReplay(settings: Settings, workers: number): Promise<{ rate: number; machineCores: number | null }> {
-  const machine = startMachineCpu();
-  let machineCores: number | null | undefined;
+async function verifiedReplay(settings: Settings, workers: number): Promise<{ rate: number; machine: { busy: number; cores: number } | null }> {
+  const meter = startMachineCpu();
+  let machine: { busy: number; cores: number } | null | undefined;
   const onProgress = (p: { consumed: number }) => {
-    if (machineCores === undefined && p.consumed >= RECORDS) machineCores = machine.stop();
+    if (machine === undefined && p.consumed >= RECORDS) machine = meter.stop();
   };
   const summary = await runReplay(settings, { verify: true, promote: false, keepShadow: false, workers, onProgress }, quietLog);
   if (summary.verified !== true || summary.mismatches !== 0 || summary.records !== RECORDS) {
     const failures = JSON.stringify(summary.verify?.failures.slice(0, 5));
     throw new Error(`replay --verify with ${workers} worker(s): verified ${summary.verified}, ${summary.mismatches} mismatches, ${summary.records} of ${RECORDS} records: ${failures}`);
   }
-  return { rate: Math.round(summary.records / summary.rebuildSeconds), machineCores: machineCores ?? null };
+  return { rate: Math.round(summary.records / summary.rebuildSeconds), machine: machine ?? null };
 }
 
 async function redisNetInput(redisUrl: string): Promise<number> {
@@ -243,9 +242,8 @@ if (run("fold")) {
   const { seconds: fold, cpuUs, split, traffic, redisUs, brokerUs } = await foldOnce(settings);
   const netAfter = await redisNetInput(settings.redisUrl);
   const memAfter = await redisMemory(settings.redisUrl);
-  const { rate: replay1, machineCores: replay1Cores } = await verifiedReplay(settings, 1);
-  const { rate: replay2, machineCores: replay2Cores } = await verifiedReplay(settings, 2);
-  const cores = availableParallelism();
+  const { rate: replay1, machine: machine1 } = await verifiedReplay(settings, 1);
+  const { rate: replay2, machine: machine2 } = await verifiedReplay(settings, 2);
   const identities = await liveIdentities(settings);
   out("raw kafkajs consumption (eachBatch, no processing)", Math.round(RECORDS / raw), "records/s");
   out("kcat consumption (librdkafka, to /dev/null)", Math.round(RECORDS / kc), "records/s");
@@ -255,12 +253,9 @@ if (run("fold")) {
   out("replay, --workers 2 (this process and one worker process, verified)", replay2, "records/s");
   out("replay / live fold", (replay1 / (RECORDS / fold)).toFixed(2), "ratio");
   out("replay two workers / one", (replay2 / replay1).toFixed(2), "ratio");
-  out(
-    `machine cores busy during the replay, one process / two (of ${cores}; every process: replay, Redis, broker)`,
-    `${replay1Cores === null ? "not measured" : replay1Cores.toFixed(2)} / ${replay2Cores === null ? "not measured" : replay2Cores.toFixed(2)}`,
-    "cores",
-  );
-  if (replay1Cores !== null) out("  so the most more replay processes could give here (cores / busy with one)", (cores / replay1Cores).toFixed(2), "ratio");
+  const busy = (m: { busy: number } | null) => (m === null ? "not measured" : m.busy.toFixed(2));
+  out(`machine cores busy during the replay, one process / two (of ${machine1?.cores ?? "?"}; every process: replay, Redis, broker)`, `${busy(machine1)} / ${busy(machine2)}`, "cores");
+  if (machine1 !== null) out("  so the most more replay processes could give here (cores / busy with one)", (machine1.cores / machine1.busy).toFixed(2), "ratio");
   out("Redis memory per delivery", Math.round((memAfter - memBefore) / RECORDS), "bytes");
   out("Redis memory per identity", Math.round((memAfter - memBefore) / identities), `bytes (${identities} identities)`);
   out("worker CPU per record (in-process fold, user + system)", Math.round(cpuUs / RECORDS), "µs");
@@ -291,10 +286,10 @@ if (run("fold")) {
     replay_2_workers_records_per_s: replay2,
     replay_2_workers_over_1: round(replay2 / replay1, 3),
     replay_2_workers_over_live: round(replay2 / (RECORDS / fold), 3),
-    machine_cores: cores,
-    replay_machine_cores_busy: replay1Cores === null ? null : round(replay1Cores),
-    replay_2_workers_machine_cores_busy: replay2Cores === null ? null : round(replay2Cores),
-    replay_2_workers_ceiling: replay1Cores === null ? null : round(cores / replay1Cores),
+    machine_cores: machine1?.cores ?? null,
+    replay_machine_cores_busy: machine1 === null ? null : round(machine1.busy),
+    replay_2_workers_machine_cores_busy: machine2 === null ? null : round(machine2.busy),
+    replay_2_workers_ceiling: machine1 === null ? null : round(machine1.cores / machine1.busy),
     redis_bytes_per_delivery: Math.round((memAfter - memBefore) / RECORDS),
     redis_bytes_per_identity: Math.round((memAfter - memBefore) / identities),
     redis_identities: identities,

@@ -14,8 +14,7 @@ import { connectRedis, redisClientSettings } from "../src/adapters/redis/connect
 import { GenerationMovedError, PauseLostError, StateLostError } from "../src/adapters/redis/errors.js";
 import { assertFunctionsLoaded } from "../src/adapters/redis/functions.js";
 import { checkRedisServer } from "../src/adapters/redis/server-checks.js";
-import { RedisStore } from "../src/adapters/redis/store.js";
-import { WRITE_GROUP } from "../src/adapters/redis/write-coalescing.js";
+import { RedisStore, writerStore } from "../src/adapters/redis/store.js";
 import type { Settings } from "../src/config/settings.js";
 import { MufoldError } from "../src/errors.js";
 import type { Logger } from "../src/observability/log.js";
@@ -122,7 +121,7 @@ export class FoldWorker {
     private readonly log: Logger,
     private readonly metrics: FoldMetrics | undefined,
   ) {
-    this.store = new RedisStore(redis, settings.prefix, { writeGroup: WRITE_GROUP });
+    this.store = writerStore(redis, settings.prefix);
     this.applier = new IdentityApplier(this.store, settings.cacheSize, { cacheMaxBytes: settings.cacheMaxBytes, inFlight: settings.identitiesInFlight, casAttempts: settings.casMaxAttempts });
     this.guard = new PartitionGuard(this.store, "live", (topic, partition) => this.endOffset(topic, partition));
     this.outages = new OutageClock(settings.outageToleranceSeconds);

@@ -15,8 +15,8 @@
  * origin (the record at offset 0) against the build token. Dead letters are
  * counted, never produced: the live fold produced them already.
  *
- * The build's writes leave in groups of WRITE_GROUP commands, as the live
- * fold's do (write-coalescing.ts): written one by one, each apply was a
+ * The build writes through the live fold's kind of store (writerStore: its
+ * writes leave in groups, write-coalescing.ts): written one by one, each apply was a
  * syscall here and a read in Redis. Two replay processes on this 2-core
  * machine, which they saturate, rebuilt 5-7% faster so (docs/benchmarks.md);
  * one process, bound by its main thread, did not move.
@@ -24,8 +24,7 @@
 import type { Kafka } from "kafkajs";
 import type { BatchContext } from "../src/adapters/kafka/consumer.js";
 import type { RedisClient } from "../src/adapters/redis/connect.js";
-import { RedisStore } from "../src/adapters/redis/store.js";
-import { WRITE_GROUP } from "../src/adapters/redis/write-coalescing.js";
+import { RedisStore, writerStore } from "../src/adapters/redis/store.js";
 import type { Settings } from "../src/config/settings.js";
 import type { Logger } from "../src/observability/log.js";
 import { groupByKey, routeRecords } from "../src/fold/batch-router.js";
@@ -63,11 +62,6 @@ interface Chunk {
   /** Per partition: the first record the chunk holds (an offset 0 is checked for its origin) and the broker's end offset. */
   partitions: Map<number, { topic: string; first: SourceRecord | undefined; high: bigint }>;
   stats: BuildStats;
-}
-
-/** The store a build writes through: its applies grouped into few socket writes, as the live fold's are. */
-export function buildStore(redis: RedisClient, prefix: string): RedisStore {
-  return new RedisStore(redis, prefix, { writeGroup: WRITE_GROUP });
 }
 
 const newChunk = (): Chunk => ({ groups: new Map(), partitions: new Map(), stats: emptyStats() });
@@ -147,7 +141,7 @@ export class LocalShadow {
   ): Promise<LocalShadow> {
     const redis = connectBuildRedis(opts.settings);
     try {
-      const build = new ShadowBuild(buildStore(redis, opts.settings.prefix), opts.settings, opts.generation, opts.token);
+      const build = new ShadowBuild(writerStore(redis, opts.settings.prefix), opts.settings, opts.generation, opts.token);
       const reader = await LogReader.start(kafka, {
         topic: opts.settings.topic,
         groupId: opts.groupId,

@@ -4,8 +4,7 @@
  * auto-pipeline on setImmediate), leaving Redis idle while the worker plans
  * and the worker idle while Redis applies. Written as they are planned, the
  * applies run in Redis while the next identities are planned; the build's
- * store groups them into few socket writes as the fold's does
- * (write-coalescing.ts; replay-build.ts).
+ * store (writerStore) groups them into few socket writes as the fold's does.
  */
 import { Cluster, Redis } from "ioredis";
 import { assertFcallRouting, redisClientPlan, redisClientSettings, type RedisClient } from "../src/adapters/redis/connect.js";

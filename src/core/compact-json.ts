@@ -185,8 +185,9 @@ function summary(entries: readonly LabelSummaryEntry[]): string {
  * are fixed by its type, so they are written as constants (S), in canonical
  * order (a unit test holds this equal to compactJson on real and on random
  * subjects). `read_only` and the four `false` (two of the subject's, two of
- * its review's) are constants of the type, written as part of the runs. The generic writer looked every key up by name and checked each
- * object's shape: about twice the time of this one.
+ * its review's) are constants of the type, written as part of the runs. The
+ * generic writer looked every key up by name and checked each object's shape:
+ * about twice the time of this one.
  */
 export function storedSubject(s: ReducedSubject): string {
   const r = s.review;

@@ -1,16 +1,17 @@
 /**
  * The replay's build on real Redis: a chunk of many identities leaves the
- * build's connection in few socket writes (its store groups applies as the
- * live fold's does, write-coalescing.ts), and the shadow generation it writes
- * holds exactly the packets the pure reducer computes from the same records.
+ * build's connection in few socket writes (it writes through the live fold's
+ * kind of store, writerStore: write-coalescing.ts), and the shadow generation
+ * it writes holds exactly the packets the pure reducer computes from the same
+ * records.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Redis } from "ioredis";
 import { ensureSetup } from "../../src/adapters/redis/functions.js";
-import { RedisStore } from "../../src/adapters/redis/store.js";
+import { RedisStore, writerStore } from "../../src/adapters/redis/store.js";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
 import type { SourceRecord } from "../../src/fold/dead-letter.js";
-import { ShadowBuild, buildStore } from "../../consumers/replay-build.js";
+import { ShadowBuild } from "../../consumers/replay-build.js";
 import { connectBuildRedis } from "../../consumers/replay-redis.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { simulate } from "../../producers/simulation.js";
@@ -37,7 +38,7 @@ describe("the replay's build on real Redis", () => {
       const m = observationMessage(o);
       return { topic: settings.topic, partition: 0, offset: String(i), key: Buffer.from(m.key as string), value: Buffer.from(m.value as string), headers: {} };
     });
-    const store = buildStore(redis, settings.prefix);
+    const store = writerStore(redis, settings.prefix);
     const token = "build-test";
     const generation = await store.allocateGeneration(settings.reducerVersion, token);
     const build = new ShadowBuild(store, settings, generation, token);

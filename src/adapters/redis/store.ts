@@ -17,7 +17,7 @@ import type { IdentityStore, StoredIdentity } from "../../fold/identity-store.js
 import { assertFcallRouting, isCluster, masterNodes } from "./connect.js";
 import { APPLY_FUNCTION, CONTROL_FUNCTIONS, READ_FUNCTION } from "./functions.js";
 import { applyResult, classifyRedisError, controlResult } from "./errors.js";
-import { WriteCoalescer } from "./write-coalescing.js";
+import { WRITE_GROUP, WriteCoalescer } from "./write-coalescing.js";
 
 export type { StoredIdentity };
 
@@ -34,8 +34,16 @@ export interface Control {
 const OPCODES: Record<PartOp["op"], string> = { HSET: "H", HDEL: "D", ZADD: "Z", ZREM: "R", DEL: "X" };
 
 export interface RedisStoreOptions {
-  /** Coalesce the loads' and applies' writes in groups of this many (write-coalescing.ts); one node, not auto-pipelined, only. */
+  /** Coalesce the loads', applies' and index writes in groups of this many (write-coalescing.ts); one node, not auto-pipelined, only. */
   writeGroup?: number;
+}
+
+/**
+ * The store a writer folds through (the live fold's, a replay build's): its connection is not auto-pipelined, so
+ * its writes leave in groups of WRITE_GROUP.
+ */
+export function writerStore(redis: Redis | Cluster, prefix: string): RedisStore {
+  return new RedisStore(redis, prefix, { writeGroup: WRITE_GROUP });
 }
 
 export class RedisStore implements IdentityStore {
