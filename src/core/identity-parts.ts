@@ -326,7 +326,7 @@ export class IdentityParts {
         after = subjectPartOf(group, group.chronoObs, group.factors ?? undefined, group.chrono[group.chrono.length - 1]!.member); // (its `items` is the group's live list: not for computeParts' reuse)
         flatAll(after.member, after.fragment, after.latest, after.proposal);
         parts.subjects.set(group.subjectId, after);
-        after.hash = afterHash = partHash("s", after.member, after.fragment, after.proposal ?? "");
+        after.hash = afterHash = partHash(after.fragment, after.proposal);
         this.sum.add(afterHash, 1);
         if (after.conflict) (this.conflictSubjects ??= new Set()).add(group.subjectId);
         if (after.recheckFailure !== null) (this.failing ??= new Map()).set(group.subjectId, group);
@@ -344,7 +344,7 @@ export class IdentityParts {
       else {
         flatAll(after.member, after.fragment);
         parts.history.set(id, after);
-        after.hash = afterHash = partHash("h", after.member, after.fragment);
+        after.hash = afterHash = partHash(after.fragment);
         this.sum.add(afterHash, 1);
       }
       changes.history.set(id, { before, after, rewritten: beforeHash !== afterHash });
@@ -358,7 +358,7 @@ export class IdentityParts {
       const hashes = (this.conflictHashes ??= new Map());
       const beforeHash = hashes.get(id);
       if (beforeHash !== undefined) this.sum.add(beforeHash, -1);
-      const afterHash = partHash("c", id, after);
+      const afterHash = partHash(after);
       hashes.set(id, afterHash);
       this.sum.add(afterHash, 1);
       if (parts.conflicts === NO_CONFLICTS) {

@@ -6,14 +6,17 @@
 import { hash } from "node:crypto";
 
 /**
- * sha256 of the pieces, each followed by \0 (the content digest's element
- * hash), as a 32-character latin1 string: a cached model keeps one per part,
- * and a short string costs a tenth of a Buffer.
+ * The element hash of one stored part: sha256 of its fragment (followed by
+ * "\0" and its proposal when a subject has one), as a 32-character latin1
+ * string: a cached model keeps one per part, and a short string costs a
+ * tenth of a Buffer. A fragment is JSON, which holds no raw NUL, and names
+ * what orders it (a history entry its created_at and id, a subject its id,
+ * a conflict its id), so its bytes alone say which part it is; hashing them
+ * as they are, without a tag and member joined in front, spares a copy of
+ * every fragment (~1.4 KB a record in the fold, bench/engine.bench.ts).
  */
-export function partHash(...pieces: string[]): string {
-  let text = "";
-  for (const p of pieces) text += p + "\u0000";
-  return hash("sha256", text, "binary");
+export function partHash(fragment: string, proposal: string | null = null): string {
+  return hash("sha256", proposal === null ? fragment : fragment + "\u0000" + proposal, "binary");
 }
 
 /** A sum mod 2^256 of 32-byte big-endian numbers, in sixteen 16-bit words (most significant first). */

@@ -4,9 +4,9 @@
  *
  *   rejected packet:  sha256("r\0" + rej)
  *   otherwise:        sha256("p\0" + skel + "\0" + hex(S)),  S = Σ sha256(e) mod 2^256 over
- *     every subject   "s\0" member "\0" fragment "\0" proposal-or-empty "\0"
- *     every history   "h\0" member "\0" fragment "\0"
- *     every conflict  "c\0" id "\0" fragment "\0"
+ *     every subject   fragment, or fragment "\0" proposal when it has one
+ *     every history   fragment
+ *     every conflict  fragment
  *
  * Independent of the fold's incremental bookkeeping: the elements come from a
  * PartsView built from scratch (computeParts) or from the keys in Redis.
@@ -29,10 +29,10 @@ const sha = (text: string) => createHash("sha256").update(text, "utf8").digest("
 export function contentDigest(e: DigestElements): string {
   if (e.rejected !== null) return sha("r\u0000" + e.rejected);
   let sum = 0n;
-  const add = (...pieces: string[]) => (sum += BigInt("0x" + sha(pieces.map((p) => p + "\u0000").join(""))));
-  for (const s of e.subjects) add("s", s.member, s.fragment, s.proposal ?? "");
-  for (const h of e.history) add("h", h.member, h.fragment);
-  for (const c of e.conflicts) add("c", c.id, c.fragment);
+  const add = (element: string) => (sum += BigInt("0x" + sha(element)));
+  for (const s of e.subjects) add(s.proposal === null ? s.fragment : `${s.fragment}\u0000${s.proposal}`);
+  for (const h of e.history) add(h.fragment);
+  for (const c of e.conflicts) add(c.fragment);
   sum %= 1n << 256n;
   return sha("p\u0000" + e.skeleton + "\u0000" + sum.toString(16));
 }
