@@ -1,6 +1,7 @@
 /**
  * Pipeline benchmarks, each a ratio measured in one run on this machine:
- *   1. fold throughput vs raw kafkajs consumption vs kcat consumption of the same topic
+ *   1. fold throughput vs raw kafkajs consumption vs kcat consumption of the same topic (and the fold
+ *      again on a second topic, once the process has run every step of 1 and 4: its CPU warm)
  *   2. end-to-end observations/s (produce -> visible in Redis), two workers
  *   3. produce-to-readback latency p50/p99 at a fixed offered load
  *   4. replay rate (one process, then --workers 2; each verified) vs live fold rate
@@ -245,6 +246,12 @@ if (run("fold")) {
   const { rate: replay1, machine: machine1 } = await verifiedReplay(settings, 1);
   const { rate: replay2, machine: machine2 } = await verifiedReplay(settings, 2);
   const identities = await liveIdentities(settings);
+  // A second topic of the same shape, folded by this process after everything above: the first fold's CPU includes V8
+  // compiling the engine (a fixed cost a long-running worker pays once), this one is a worker that has run a while.
+  const warmSettings = { ...testSettings(), partitions: 12 };
+  await produceAll(warmSettings, workload(RECORDS, 500, 50, 3));
+  const warm = await foldOnce(warmSettings);
+  await dropPrefix(warmSettings);
   out("raw kafkajs consumption (eachBatch, no processing)", Math.round(RECORDS / raw), "records/s");
   out("kcat consumption (librdkafka, to /dev/null)", Math.round(RECORDS / kc), "records/s");
   out("fold, one worker (decide + apply + DLQ + commit)", Math.round(RECORDS / fold), "records/s");
@@ -261,6 +268,8 @@ if (run("fold")) {
   out("worker CPU per record (in-process fold, user + system)", Math.round(cpuUs / RECORDS), "µs");
   out("  of which its main thread / its other threads (V8's collector and compiler, libuv) / main-thread GC pauses", split === null ? "not measured (no /proc)" : `${split.mainUs.toFixed(1)} / ${split.otherUs.toFixed(1)} / ${split.gcPauseUs.toFixed(1)}`, "µs");
   out("  young generation per record: allocated / survived scavenges / of which promoted (heap-traffic.ts)", `${traffic.allocatedBytes} / ${traffic.survivedBytes} / ${traffic.promotedBytes}`, `bytes (${traffic.scavenges} scavenges, ${traffic.scavengePauseUs} µs of pauses per record; ${traffic.fullCollections} full collections)`);
+  out("worker CPU per record, warm (a second topic of the same shape, folded after the steps above)", Math.round(warm.cpuUs / RECORDS), `µs (${Math.round(RECORDS / warm.seconds)} records/s)`);
+  out("  of which its main thread / its other threads / main-thread GC pauses", warm.split === null ? "not measured (no /proc)" : `${warm.split.mainUs.toFixed(1)} / ${warm.split.otherUs.toFixed(1)} / ${warm.split.gcPauseUs.toFixed(1)}`, "µs");
   out("Redis CPU per record during the fold / the broker's", `${redisUs.toFixed(1)} / ${brokerUs === null ? "not measured" : brokerUs.toFixed(1)}`, "µs");
   out("Redis input bytes per delivery (total_net_input_bytes, whole server)", Math.round((netAfter - netBefore) / RECORDS), "bytes");
   Object.assign(result, {
@@ -279,6 +288,10 @@ if (run("fold")) {
     worker_promoted_bytes_per_record: traffic.promotedBytes,
     worker_scavenges: traffic.scavenges,
     worker_full_collections: traffic.fullCollections,
+    fold_records_per_s_warm: Math.round(RECORDS / warm.seconds),
+    worker_cpu_us_per_record_warm: Math.round(warm.cpuUs / RECORDS),
+    worker_main_thread_us_per_record_warm: warm.split === null ? null : round(warm.split.mainUs, 1),
+    worker_other_threads_us_per_record_warm: warm.split === null ? null : round(warm.split.otherUs, 1),
     redis_cpu_us_per_record_during_fold: round(redisUs, 1),
     broker_cpu_us_per_record_during_fold: brokerUs === null ? null : round(brokerUs, 1),
     replay_records_per_s: replay1,
