@@ -1,8 +1,9 @@
 /**
  * The change feed: every change the fold applies to an identity is appended
  * to a capped Redis Stream, `<prefix>:g<N>:changes` (one per generation), with
- * the fields identity, version, status, digest (sha256 hex of the packet
- * bytes, also in the identity's meta hash as `dig`) and deliveries (applied in
+ * the fields identity, version, status, digest (the content digest of the
+ * stored parts, docs/architecture.md "Change feed"; also in the identity's
+ * meta hash as `dig`) and deliveries (applied in
  * this change). Review proposals that a change adds, alters or withdraws are
  * optionally produced to a Kafka topic, keyed by identity, for a host to
  * decide on. They are proposals only: nothing in mufold acts on them.

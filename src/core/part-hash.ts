@@ -13,7 +13,7 @@ import { hash } from "node:crypto";
  * what orders it (a history entry its created_at and id, a subject its id,
  * a conflict its id), so its bytes alone say which part it is; hashing them
  * as they are, without a tag and member joined in front, spares a copy of
- * every fragment (~1.4 KB a record in the fold, bench/engine.bench.ts).
+ * every fragment (1.2 KB a record in the fold, bench/engine.bench.ts).
  */
 export function partHash(fragment: string, proposal: string | null = null): string {
   return hash("sha256", proposal === null ? fragment : fragment + "\u0000" + proposal, "binary");

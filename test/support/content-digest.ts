@@ -19,9 +19,9 @@ import { identityKeys } from "../../src/fold/keys.js";
 export interface DigestElements {
   rejected: string | null;
   skeleton: string;
-  subjects: { member: string; fragment: string; proposal: string | null }[];
-  history: { member: string; fragment: string }[];
-  conflicts: { id: string; fragment: string }[];
+  subjects: { fragment: string; proposal: string | null }[];
+  history: { fragment: string }[];
+  conflicts: { fragment: string }[];
 }
 
 const sha = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
@@ -41,13 +41,16 @@ export function elementsOfParts(parts: PartsView): DigestElements {
   return {
     rejected: parts.rejected,
     skeleton: parts.skeleton,
-    subjects: [...parts.subjects.values()],
-    history: [...parts.history.values()],
-    conflicts: [...parts.conflicts].map(([id, fragment]) => ({ id, fragment })),
+    subjects: [...parts.subjects.values()].map(({ fragment, proposal }) => ({ fragment, proposal })),
+    history: [...parts.history.values()].map(({ fragment }) => ({ fragment })),
+    conflicts: [...parts.conflicts.values()].map((fragment) => ({ fragment })),
   };
 }
 
-/** The elements as stored in Redis for one identity of one generation. */
+/**
+ * The elements as stored in Redis for one identity of one generation, found through the order sets: a member
+ * without its fragment fails here instead of leaving the sum.
+ */
 export async function elementsInRedis(redis: Redis, prefix: string, generation: number, identity: string): Promise<DigestElements> {
   const [m, , s, si, h, hi, , c, , p] = identityKeys(prefix, generation, identity);
   const meta = await redis.hgetall(m!);
@@ -56,14 +59,16 @@ export async function elementsInRedis(redis: Redis, prefix: string, generation: 
     redis.hgetall(s!), redis.hgetall(p!), redis.hgetall(h!), redis.zrange(hi!, 0, -1), redis.hgetall(c!),
   ]);
   const subjectMembers = await redis.zrange(si!, 0, -1);
+  const fragmentOf = (fragments: Record<string, string>, member: string, kind: string): string => {
+    const fragment = fragments[idOf(member)];
+    if (fragment === undefined) throw new Error(`${identity}: ${kind} member ${JSON.stringify(member)} has no fragment`);
+    return fragment;
+  };
   return {
     rejected: meta.rej ?? null,
     skeleton: meta.skel ?? "",
-    subjects: subjectMembers.map((member) => {
-      const id = idOf(member);
-      return { member, fragment: subjects[id]!, proposal: proposals[id] ?? null };
-    }),
-    history: historyOrder.map((member) => ({ member, fragment: history[idOf(member)]! })),
-    conflicts: Object.entries(conflicts).map(([id, fragment]) => ({ id, fragment })),
+    subjects: subjectMembers.map((member) => ({ fragment: fragmentOf(subjects, member, "subject"), proposal: proposals[idOf(member)] ?? null })),
+    history: historyOrder.map((member) => ({ fragment: fragmentOf(history, member, "history") })),
+    conflicts: Object.values(conflicts).map((fragment) => ({ fragment })),
   };
 }

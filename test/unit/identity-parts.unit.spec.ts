@@ -90,6 +90,13 @@ describe("incremental identity parts equal computeParts from scratch", () => {
       const rng = new Prng(c.seed);
       let sawRejected = false;
       let sawConflict = false;
+      // The digest hashes a part's fragment alone (part-hash.ts): that holds only if a fragment names one part and
+      // one order member, over every flush of the stream (representatives change, subjects come and go).
+      const memberOf = new Map<string, string>();
+      const oneMember = (element: string, member: string) => {
+        expect(memberOf.get(element) ?? member).toBe(member);
+        memberOf.set(element, member);
+      };
       for (let i = 0; i < observations.length; ) {
         const size = 1 + Math.floor(rng.next() * 40);
         for (const o of observations.slice(i, i + size)) {
@@ -103,9 +110,13 @@ describe("incremental identity parts equal computeParts from scratch", () => {
         const expected = computeParts(context, scratch);
         expect(comparable(inc.parts)).toEqual(comparable(expected));
         expect(inc.digest()).toBe(contentDigest(elementsOfParts(expected)));
+        for (const part of expected.subjects.values()) oneMember(part.proposal === null ? part.fragment : `${part.fragment}\u0000${part.proposal}`, `s ${part.member}`);
+        for (const part of expected.history.values()) oneMember(part.fragment, `h ${part.member}`);
+        for (const [id, fragment] of expected.conflicts) oneMember(fragment, `c ${id}`);
         sawRejected ||= expected.rejected !== null;
         sawConflict ||= expected.conflicts.size > 0;
       }
+      expect(memberOf.size).toBeGreaterThan(c.count / 4); // the check saw the stream's parts
       if (c.count > 1_024) expect(inc.sealed).toBe(true);
       if (c.memories === 300) expect(sawRejected).toBe(true);
       if (c.conflictRate >= 0.2) expect(sawConflict).toBe(true);
