@@ -266,10 +266,11 @@ if (run("fold")) {
   out("Redis memory per delivery", Math.round((memAfter - memBefore) / RECORDS), "bytes");
   out("Redis memory per identity", Math.round((memAfter - memBefore) / identities), `bytes (${identities} identities)`);
   out("worker CPU per record (in-process fold, user + system)", Math.round(cpuUs / RECORDS), "µs");
-  out("  of which its main thread / its other threads (V8's collector and compiler, libuv) / main-thread GC pauses", split === null ? "not measured (no /proc)" : `${split.mainUs.toFixed(1)} / ${split.otherUs.toFixed(1)} / ${split.gcPauseUs.toFixed(1)}`, "µs");
+  const threadCells = (s: ThreadSplit | null) => (s === null ? "not measured (no /proc)" : `${s.mainUs.toFixed(1)} / ${s.otherUs.toFixed(1)} / ${s.gcPauseUs.toFixed(1)}`);
+  out("  of which its main thread / its other threads (V8's collector and compiler, libuv) / main-thread GC pauses", threadCells(split), "µs");
   out("  young generation per record: allocated / survived scavenges / of which promoted (heap-traffic.ts)", `${traffic.allocatedBytes} / ${traffic.survivedBytes} / ${traffic.promotedBytes}`, `bytes (${traffic.scavenges} scavenges, ${traffic.scavengePauseUs} µs of pauses per record; ${traffic.fullCollections} full collections)`);
   out("worker CPU per record, warm (a second topic of the same shape, folded after the steps above)", Math.round(warm.cpuUs / RECORDS), `µs (${Math.round(RECORDS / warm.seconds)} records/s)`);
-  out("  of which its main thread / its other threads / main-thread GC pauses", warm.split === null ? "not measured (no /proc)" : `${warm.split.mainUs.toFixed(1)} / ${warm.split.otherUs.toFixed(1)} / ${warm.split.gcPauseUs.toFixed(1)}`, "µs");
+  out("  of which its main thread / its other threads / main-thread GC pauses", threadCells(warm.split), "µs");
   out("Redis CPU per record during the fold / the broker's", `${redisUs.toFixed(1)} / ${brokerUs === null ? "not measured" : brokerUs.toFixed(1)}`, "µs");
   out("Redis input bytes per delivery (total_net_input_bytes, whole server)", Math.round((netAfter - netBefore) / RECORDS), "bytes");
   Object.assign(result, {

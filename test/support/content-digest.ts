@@ -26,11 +26,14 @@ export interface DigestElements {
 
 const sha = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 
+/** What a subject's element hash covers: its fragment, then NUL and its proposal when it has one. */
+export const subjectElement = (fragment: string, proposal: string | null): string => (proposal === null ? fragment : `${fragment}\u0000${proposal}`);
+
 export function contentDigest(e: DigestElements): string {
   if (e.rejected !== null) return sha("r\u0000" + e.rejected);
   let sum = 0n;
   const add = (element: string) => (sum += BigInt("0x" + sha(element)));
-  for (const s of e.subjects) add(s.proposal === null ? s.fragment : `${s.fragment}\u0000${s.proposal}`);
+  for (const s of e.subjects) add(subjectElement(s.fragment, s.proposal));
   for (const h of e.history) add(h.fragment);
   for (const c of e.conflicts) add(c.fragment);
   sum %= 1n << 256n;

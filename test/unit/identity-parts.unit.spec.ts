@@ -13,7 +13,7 @@ import { emptyIdentityState, foldDelivery } from "../../src/core/identity-state.
 import { observationFingerprint, type Observation } from "../../src/core/observation.js";
 import { computeParts, type PartsView } from "../../src/core/packet-parts.js";
 import { Prng } from "../../producers/simulation.js";
-import { contentDigest, elementsOfParts } from "../support/content-digest.js";
+import { contentDigest, elementsOfParts, subjectElement } from "../support/content-digest.js";
 import type { PyObject } from "../../src/core/pyvalue.js";
 
 function comparable(p: PartsView) {
@@ -110,7 +110,7 @@ describe("incremental identity parts equal computeParts from scratch", () => {
         const expected = computeParts(context, scratch);
         expect(comparable(inc.parts)).toEqual(comparable(expected));
         expect(inc.digest()).toBe(contentDigest(elementsOfParts(expected)));
-        for (const part of expected.subjects.values()) oneMember(part.proposal === null ? part.fragment : `${part.fragment}\u0000${part.proposal}`, `s ${part.member}`);
+        for (const part of expected.subjects.values()) oneMember(subjectElement(part.fragment, part.proposal), `s ${part.member}`);
         for (const part of expected.history.values()) oneMember(part.fragment, `h ${part.member}`);
         for (const [id, fragment] of expected.conflicts) oneMember(fragment, `c ${id}`);
         sawRejected ||= expected.rejected !== null;
