@@ -84,18 +84,18 @@ export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
   for (const id of ids) {
     const versions = state.byId.get(id)!;
     let deliveries = 0;
-    for (const v of versions.values()) {
+    for (const v of versions) {
       duplicateCount += v.count - 1;
       deliveries += v.count;
     }
-    if (versions.size > 1) {
+    if (versions.length > 1) {
       conflictingDeliveries += deliveries;
-      conflicts.push(conflictEntry(id, [...versions.keys()], deliveries));
+      conflicts.push(conflictEntry(id, versions.map((v) => v.fingerprint), deliveries));
       continue;
     }
-    const [fingerprint, only] = versions.entries().next().value!;
+    const only = versions[0]!;
     unique.push(only.representative);
-    fingerprintOf.set(only.representative, fingerprint);
+    fingerprintOf.set(only.representative, only.fingerprint);
   }
   const byKey = new Map<string, SubjectGroup>();
   for (const obs of unique) {

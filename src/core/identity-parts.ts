@@ -24,7 +24,7 @@ import { compactJson } from "./compact-json.js";
 import { conflictEntry, compareGroupKeys, subjectGroupKey, subjectGroupOf, type SubjectGroup } from "./identity-analysis.js";
 import type { ReducerContext } from "./identity.js";
 import { flat, flatAll } from "./flat-string.js";
-import { emptyIdentityState, type FingerprintState, type IdentityState } from "./identity-state.js";
+import { deliveriesOf, emptyIdentityState, versionOf, type FingerprintState, type IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { compareOrder } from "./ordering.js";
 import { ownedContext, ownedObservation } from "./owned-observation.js";
@@ -184,22 +184,21 @@ export class IdentityParts {
     if (this.isSealed) return "sealed";
     // What the state keeps is an owned copy (owned-observation.ts), made only when it is kept; the id it
     // keys the state and the parts with is a kept observation's (the delivery's own is a view into its record).
-    let versions = this.state.byId.get(obs.observation_id);
+    const versions = this.state.byId.get(obs.observation_id);
     if (versions === undefined) {
       const own = ownedObservation(obs, this.context);
-      versions = new Map<string, FingerprintState>().set(fingerprint, { representative: own, count: 1 }); // (no iterable: faster)
-      this.state.byId.set(own.observation_id, versions);
+      this.state.byId.set(own.observation_id, [{ fingerprint, representative: own, count: 1 }]);
       this.representatives++;
       this.accept(own.observation_id, own, fingerprint);
       return "new";
     }
-    const id = versions.values().next().value!.representative.observation_id;
-    const prior = versions.get(fingerprint);
+    const id = versions[0]!.representative.observation_id;
+    const prior = versionOf(versions, fingerprint);
     if (prior !== undefined) {
       prior.count++;
       this.duplicates++;
       const earlier = compareOrder(obs, prior.representative) < 0 ? ownedObservation(obs, this.context) : null;
-      if (versions.size > 1) {
+      if (versions.length > 1) {
         this.conflictingDeliveries++;
         this.touchConflict(id);
       } else if (earlier !== null) {
@@ -209,9 +208,9 @@ export class IdentityParts {
       if (earlier !== null) prior.representative = earlier;
       return "duplicate";
     }
-    versions.set(fingerprint, { representative: ownedObservation(obs, this.context), count: 1 });
+    versions.push({ fingerprint, representative: ownedObservation(obs, this.context), count: 1 });
     this.representatives++;
-    if (versions.size === 2) {
+    if (versions.length === 2) {
       this.unaccept(id);
       this.conflictingDeliveries += deliveriesOf(versions);
     } else this.conflictingDeliveries++;
@@ -220,20 +219,20 @@ export class IdentityParts {
   }
 
   /** Load stored state (every id's versions) without per-delivery bookkeeping; flush afterwards. */
-  load(byId: ReadonlyMap<string, Map<string, FingerprintState>>, deliveries: number): void {
+  load(byId: ReadonlyMap<string, FingerprintState[]>, deliveries: number): void {
     this.state.deliveries = deliveries;
     for (const [id, versions] of byId) {
       this.state.byId.set(id, versions);
-      this.representatives += versions.size;
+      this.representatives += versions.length;
       let count = 0;
-      for (const v of versions.values()) {
+      for (const v of versions) {
         count += v.count;
         v.representative = ownedObservation(v.representative, this.context); // read from stored fragments: see fold
       }
-      this.duplicates += count - versions.size;
-      if (versions.size === 1) {
-        const [fingerprint, only] = versions.entries().next().value!;
-        this.accept(id, only.representative, fingerprint);
+      this.duplicates += count - versions.length;
+      if (versions.length === 1) {
+        const only = versions[0]!;
+        this.accept(id, only.representative, only.fingerprint);
       } else {
         this.conflictingDeliveries += count;
         this.touchConflict(id);
@@ -354,7 +353,7 @@ export class IdentityParts {
       const before = parts.conflicts.get(id);
       const count = deliveriesOf(versions);
       if (before !== undefined && parts.conflictCounts.get(id) === count) continue;
-      const after = flat(compactJson(conflictEntry(id, [...versions.keys()], count)));
+      const after = flat(compactJson(conflictEntry(id, versions.map((v) => v.fingerprint), count)));
       const hashes = (this.conflictHashes ??= new Map());
       const beforeHash = hashes.get(id);
       if (beforeHash !== undefined) this.sum.add(beforeHash, -1);
@@ -450,10 +449,4 @@ export class IdentityParts {
     if (this.parts.rejected !== null) return hash("sha256", "r\u0000" + this.parts.rejected, "hex");
     return hash("sha256", "p\u0000" + this.parts.skeleton + "\u0000" + this.sum.hex(), "hex");
   }
-}
-
-function deliveriesOf(versions: ReadonlyMap<string, FingerprintState>): number {
-  let n = 0;
-  for (const v of versions.values()) n += v.count;
-  return n;
 }

@@ -8,13 +8,20 @@ import { observationFingerprint, type Observation } from "./observation.js";
 import { compareOrder } from "./ordering.js";
 
 export interface FingerprintState {
+  fingerprint: string;
   /** Earliest delivery with this fingerprint, by the reference's order key. */
   representative: Observation;
   count: number;
 }
 
 export interface IdentityState {
-  byId: Map<string, Map<string, FingerprintState>>;
+  /**
+   * Every id's versions, one per distinct fingerprint, in the order they were
+   * first delivered. A list, not a map: almost every id has one version, and a
+   * one-entry Map costs ~230 bytes of heap against ~40 for a one-element array
+   * (a worker caches one per accepted observation; docs/benchmarks.md).
+   */
+  byId: Map<string, FingerprintState[]>;
   deliveries: number;
 }
 
@@ -22,20 +29,33 @@ export function emptyIdentityState(): IdentityState {
   return { byId: new Map(), deliveries: 0 };
 }
 
+/** The version of `versions` with this fingerprint, if any. */
+export function versionOf(versions: readonly FingerprintState[], fingerprint: string): FingerprintState | undefined {
+  for (const v of versions) if (v.fingerprint === fingerprint) return v;
+  return undefined;
+}
+
+/** Deliveries of one id, over all its versions. */
+export function deliveriesOf(versions: readonly FingerprintState[]): number {
+  let n = 0;
+  for (const v of versions) n += v.count;
+  return n;
+}
+
 /** What a delivery was to its identity: a new id, a repeat of a known payload, or a changed payload (a conflict). */
 export type DeliveryKind = "new" | "duplicate" | "conflict";
 
 export function foldDelivery(state: IdentityState, obs: Observation, fingerprint = observationFingerprint(obs)): DeliveryKind {
   state.deliveries++;
-  let versions = state.byId.get(obs.observation_id);
+  const versions = state.byId.get(obs.observation_id);
   if (versions === undefined) {
-    versions = new Map();
-    state.byId.set(obs.observation_id, versions);
+    state.byId.set(obs.observation_id, [{ fingerprint, representative: obs, count: 1 }]);
+    return "new";
   }
-  const prior = versions.get(fingerprint);
+  const prior = versionOf(versions, fingerprint);
   if (prior === undefined) {
-    versions.set(fingerprint, { representative: obs, count: 1 });
-    return versions.size === 1 ? "new" : "conflict";
+    versions.push({ fingerprint, representative: obs, count: 1 });
+    return "conflict";
   }
   prior.count++;
   if (compareOrder(obs, prior.representative) < 0) prior.representative = obs;

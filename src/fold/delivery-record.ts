@@ -20,19 +20,22 @@ import { parsePyJson } from "../core/pyjson-parse.js";
 import { isPyObject, type PyValue } from "../core/pyvalue.js";
 
 /** `[[fingerprint, count, observation], …]` as canonical JSON (written directly: this runs per delivery). */
-export function encodeDeliveryRecord(versions: Map<string, FingerprintState>): string {
+export function encodeDeliveryRecord(versions: readonly FingerprintState[]): string {
   let out = "[";
-  for (const [fp, v] of versions) out += (out.length > 1 ? "," : "") + `[${JSON.stringify(fp)},${v.count},${observationJson(v.representative)}]`;
+  for (const v of versions) out += (out.length > 1 ? "," : "") + `[${JSON.stringify(v.fingerprint)},${v.count},${observationJson(v.representative)}]`;
   return out + "]";
 }
 
-export function decodeDeliveryRecord(text: string): Map<string, FingerprintState> {
+export function decodeDeliveryRecord(text: string): FingerprintState[] {
   const rows = parsePyJson(text) as [unknown, unknown, PyValue][];
-  const versions = new Map<string, FingerprintState>();
+  const versions: FingerprintState[] = [];
   for (const [fp, count, obs] of rows) {
     if (typeof count !== "number" || !Number.isSafeInteger(count) || count < 1) throw new Error("a stored delivery record's count is not a positive integer");
     const representative = validateObservation(obs);
-    versions.set(storedFingerprint(fp, representative, "delivery record"), { count, representative });
+    const fingerprint = storedFingerprint(fp, representative, "delivery record");
+    const at = versions.findIndex((v) => v.fingerprint === fingerprint);
+    if (at >= 0) versions[at] = { fingerprint, count, representative }; // as a map keyed by fingerprint read it: the last row wins
+    else versions.push({ fingerprint, count, representative });
   }
   return versions;
 }
@@ -48,9 +51,9 @@ function storedFingerprint(fingerprint: unknown, observation: Observation, where
 }
 
 /** What `d` holds for an id (see the header); null: nothing. */
-export function storedRecord(versions: Map<string, FingerprintState>): string | null {
-  if (versions.size > 1) return encodeDeliveryRecord(versions);
-  const only = versions.values().next().value!;
+export function storedRecord(versions: readonly FingerprintState[]): string | null {
+  if (versions.length > 1) return encodeDeliveryRecord(versions);
+  const only = versions[0]!;
   return only.count > 1 ? String(only.count) : null;
 }
 
@@ -74,14 +77,14 @@ function fromHistory(fragment: string, context: ReducerContext): { fingerprint: 
 }
 
 /** Every id's versions from the stored `d` and `h` of one identity. */
-export function decodeStoredState(records: ReadonlyMap<string, string>, history: ReadonlyMap<string, string>, context: ReducerContext): Map<string, Map<string, FingerprintState>> {
-  const byId = new Map<string, Map<string, FingerprintState>>();
+export function decodeStoredState(records: ReadonlyMap<string, string>, history: ReadonlyMap<string, string>, context: ReducerContext): Map<string, FingerprintState[]> {
+  const byId = new Map<string, FingerprintState[]>();
   for (const [id, text] of records) if (text.startsWith("[")) byId.set(id, decodeDeliveryRecord(text));
   for (const [id, fragment] of history) {
     if (byId.has(id)) continue;
     const { fingerprint, observation } = fromHistory(fragment, context);
     const count = records.get(id);
-    byId.set(id, new Map([[fingerprint, { representative: observation, count: count === undefined ? 1 : Number(count) }]]));
+    byId.set(id, [{ fingerprint, representative: observation, count: count === undefined ? 1 : Number(count) }]);
   }
   return byId;
 }

@@ -614,7 +614,7 @@ describe("given a cache bounded in bytes", () => {
     const state = emptyIdentityState();
     for (const d of all) foldDelivery(state, d.observation);
     let versions = 0;
-    for (const v of state.byId.values()) versions += v.size;
+    for (const v of state.byId.values()) versions += v.length;
     expect(versions).toBeGreaterThan(state.byId.size); // some ids have two payloads
     expect(model.heapEstimate()).toBe(MODEL_HEAP_BYTES.base + MODEL_HEAP_BYTES.perObservation * versions);
   });

@@ -159,7 +159,7 @@ describe("incremental identity parts equal computeParts from scratch", () => {
     expect(loaded.digest()).toBe(folded.digest());
     // Both keep one observation per distinct payload of each id, counted from the state itself.
     let versions = 0;
-    for (const v of folded.state.byId.values()) versions += v.size;
+    for (const v of folded.state.byId.values()) versions += v.length;
     expect(versions).toBeGreaterThan(folded.state.byId.size); // some ids have two payloads
     expect(folded.kept).toBe(versions);
     expect(loaded.kept).toBe(versions);
