@@ -24,6 +24,41 @@ const BASIS: Readonly<Record<EvidenceBasis, EvidenceBasis>> = {
   insufficient: "insufficient",
 };
 
+/**
+ * Values that repeat across observations (memory ref digests, within a subject and across an identity's subjects;
+ * reason codes; the evaluator's ref and version) are kept once per process, not once per observation: a bounded
+ * pool, emptied when full (sharing is then lost for new copies, never correctness: a pooled value equals the
+ * original). Lists of none or one value are shared too, frozen: nothing mutates an observation's lists (builders
+ * copy them before changing them).
+ */
+const POOL_STRINGS = 8192;
+const POOL_LISTS = 2048;
+const pool = new Map<string, string>();
+const singletons = new Map<string, readonly string[]>();
+const NONE: readonly string[] = Object.freeze([]);
+
+function pooled(s: string): string {
+  const hit = pool.get(s);
+  if (hit !== undefined) return hit;
+  const own = detached(s);
+  if (pool.size >= POOL_STRINGS) pool.clear();
+  pool.set(own, own);
+  return own;
+}
+
+function pooledList(list: readonly string[]): string[] {
+  // Typed as mutable for the Observation interface; frozen, so a mutation would throw rather than spread.
+  if (list.length === 0) return NONE as string[];
+  if (list.length > 1) return list.map(pooled);
+  const only = pooled(list[0]!);
+  let shared = singletons.get(only);
+  if (shared === undefined) {
+    if (singletons.size >= POOL_LISTS) singletons.clear();
+    singletons.set(only, (shared = Object.freeze([only])));
+  }
+  return shared as string[];
+}
+
 function ownedScope(s: Scope): Scope {
   return { agent_id: detached(s.agent_id), project_id: detached(s.project_id), corpus_id: detached(s.corpus_id), surface_id: detached(s.surface_id) };
 }
@@ -42,7 +77,7 @@ export function ownedObservation(o: Observation, context: ReducerContext): Obser
     observation_id: detached(o.observation_id),
     scope: shared ? context.scope : ownedScope(o.scope),
     application_receipt_id: detached(o.application_receipt_id),
-    memory_ref_digests: o.memory_ref_digests.map(detached),
+    memory_ref_digests: pooledList(o.memory_ref_digests),
     retrieval_snapshot_ref: shared ? context.retrieval_snapshot_ref : detached(o.retrieval_snapshot_ref),
     policy_snapshot_ref: shared ? context.policy_snapshot_ref : detached(o.policy_snapshot_ref),
     outcome_ref: detached(o.outcome_ref),
@@ -50,10 +85,10 @@ export function ownedObservation(o: Observation, context: ReducerContext): Obser
     attribution_level: LEVEL[o.attribution_level],
     evidence_basis: BASIS[o.evidence_basis],
     confidence: o.confidence,
-    reason_codes: o.reason_codes.map(detached),
-    evidence_refs: o.evidence_refs.map(detached),
-    evaluator_ref: detached(o.evaluator_ref),
-    evaluation_version: detached(o.evaluation_version),
+    reason_codes: pooledList(o.reason_codes),
+    evidence_refs: pooledList(o.evidence_refs),
+    evaluator_ref: pooled(o.evaluator_ref),
+    evaluation_version: pooled(o.evaluation_version),
     created_at: detached(o.created_at),
     grants_new_action_authority: false,
     provider_write_performed: false,

@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { detached } from "../../src/core/flat-string.js";
 import { contextOfObservation } from "../../src/core/index.js";
 import { ownedContext, ownedObservation } from "../../src/core/owned-observation.js";
+import type { Observation } from "../../src/core/observation-model.js";
 import { observation } from "../support/fixtures.js";
 
 const PROBE = fileURLToPath(new URL("../support/retention-probe.ts", import.meta.url));
@@ -51,6 +52,34 @@ describe("a cached model does not keep the text its observations were read from"
     const apart = ownedObservation(o, other);
     expect(apart).toStrictEqual(o);
     expect(apart.scope).not.toBe(other.scope);
+  });
+
+  it("owned observations share the values they repeat (digests, reason codes, evaluator) and equal the originals", () => {
+    // Two observations cut from JSON texts of their own, as the readers cut them: equal values, distinct strings.
+    const cut = (o: Observation): Observation => JSON.parse(JSON.stringify(o)) as Observation;
+    const a = cut(observation({ reason_codes: ["signal:helpful_long"], evaluator_ref: "evaluator:shared-one" }));
+    const b = cut({ ...a, observation_id: "muo_" + "b".repeat(64), memory_ref_digests: [...a.memory_ref_digests] });
+    const context = ownedContext(contextOfObservation(a, "memory_utility_reducer_v0"));
+    const [ownA, ownB] = [ownedObservation(a, context), ownedObservation(b, context)];
+    expect([ownA, ownB]).toStrictEqual([a, b]);
+    expect(ownB.memory_ref_digests).toBe(ownA.memory_ref_digests); // one list of one digest, kept once
+    expect(ownB.reason_codes).toBe(ownA.reason_codes);
+    expect(ownB.evaluator_ref).toBe(ownA.evaluator_ref);
+    expect(Object.isFrozen(ownA.reason_codes)).toBe(true);
+    expect(() => ownA.reason_codes.push("x")).toThrow(TypeError); // shared lists cannot be changed through one observation
+    expect(ownA.evidence_refs).toEqual(a.evidence_refs);
+  });
+
+  it("values stay equal once the pool has been emptied for being full", () => {
+    const context = ownedContext(contextOfObservation(observation(), "memory_utility_reducer_v0"));
+    const owned: Observation[] = [];
+    const originals: Observation[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      const o = observation({ reason_codes: [`reason:${i}-padding`], evaluator_ref: `evaluator:${i % 3}-padding` });
+      originals.push(o);
+      owned.push(ownedObservation(o, context));
+    }
+    expect(owned).toStrictEqual(originals);
   });
 
   // Each text sits after `padding` spaces: a model keeping its texts would keep more than the padding per
