@@ -8,10 +8,17 @@
  * which barely moves between runs. Run it on two checkouts, alternating, to
  * compare them side by side.
  *
- *   npx tsx bench/engine.bench.ts [--records 100000] [--batch 500] [--order partition|interleaved] [--runs 3]
+ *   npx tsx bench/engine.bench.ts [--records 100000] [--batch 500] [--order partition|interleaved] [--runs 3] [--forgotten]
  *
  * --order: each partition's batches one partition after another (default), or
  * interleaved across the partitions, as a worker reading all of them meets them.
+ *
+ * --forgotten: every run twice, in turns: once as a worker folds (each
+ * identity's model kept between its batches), once with each model dropped
+ * after its plan, so an identity's next batch starts from nothing. The second
+ * folds wrong projections and is a measurement only: the difference is what
+ * keeping identities on the V8 heap costs (their state surviving scavenges,
+ * promoted, marked), the part of the engine's CPU a smaller kept state could win.
  */
 import { parseArgs } from "node:util";
 import { routeRecords } from "../src/fold/batch-router.js";
@@ -22,16 +29,19 @@ import { batchesOf, partitionedWorkload } from "./partitioned-workload.js";
 
 await runUnderMufoldFlags();
 
-const { values } = parseArgs({ options: { records: { type: "string", default: "100000" }, batch: { type: "string", default: "500" }, runs: { type: "string", default: "3" }, order: { type: "string", default: "partition" } } });
+const { values } = parseArgs({
+  options: { records: { type: "string", default: "100000" }, batch: { type: "string", default: "500" }, runs: { type: "string", default: "3" }, order: { type: "string", default: "partition" }, forgotten: { type: "boolean", default: false } },
+});
 if (values.order !== "partition" && values.order !== "interleaved") throw new Error(`--order is partition or interleaved, not ${values.order}`);
 const records = Number(values.records);
 const batchSize = Number(values.batch);
 
 const batches = batchesOf(partitionedWorkload(records), batchSize, values.order);
 
-console.log(`| run | CPU µs per record | decide µs | plan µs | identity batches | deliveries per identity batch | allocated / survived / promoted bytes per record | scavenges (pause µs per record) |`);
-console.log(`|---|---|---|---|---|---|---|---|`);
-for (let run = 1; run <= Number(values.runs); run++) {
+const modes = values.forgotten ? (["kept", "forgotten"] as const) : (["kept"] as const);
+console.log(`| run | models | CPU µs per record | decide µs | plan µs | identity batches | deliveries per identity batch | allocated / survived / promoted bytes per record | scavenges (pause µs per record) |`);
+console.log(`|---|---|---|---|---|---|---|---|---|`);
+for (let run = 1; run <= Number(values.runs); run++) for (const mode of modes) {
   const models = new Map<string, IdentityModel>();
   let decideNs = 0n;
   let planNs = 0n;
@@ -47,6 +57,7 @@ for (let run = 1; run <= Number(values.runs); run++) {
       let model = models.get(one.identity);
       if (model === undefined) models.set(one.identity, (model = new IdentityModel(one.identity, one.context)));
       model.committed(model.plan(one.deliveries, { feed: true }), model.version + 1);
+      if (mode === "forgotten") models.delete(one.identity);
     }
     decideNs += t1 - t0;
     planNs += process.hrtime.bigint() - t1;
@@ -54,5 +65,5 @@ for (let run = 1; run <= Number(values.runs); run++) {
   const cpu = process.cpuUsage(cpu0);
   const t = traffic.stop(records);
   const us = (ns: bigint) => (Number(ns) / 1000 / records).toFixed(1);
-  console.log(`| ${run} | ${Math.round((cpu.user + cpu.system) / records)} | ${us(decideNs)} | ${us(planNs)} | ${identityBatches} | ${(records / identityBatches).toFixed(1)} | ${t.allocatedBytes} / ${t.survivedBytes} / ${t.promotedBytes} | ${t.scavenges} (${t.scavengePauseUs}) |`);
+  console.log(`| ${run} | ${mode} | ${Math.round((cpu.user + cpu.system) / records)} | ${us(decideNs)} | ${us(planNs)} | ${identityBatches} | ${(records / identityBatches).toFixed(1)} | ${t.allocatedBytes} / ${t.survivedBytes} / ${t.promotedBytes} | ${t.scavenges} (${t.scavengePauseUs}) |`);
 }
