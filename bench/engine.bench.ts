@@ -3,9 +3,10 @@
  * (100,000 records of ~2,000 identities, 12 partitions) into in-memory
  * IdentityModels, as a worker does between fetching a batch and writing it; no
  * Kafka, no Redis. Reports CPU per record (user + system, the collector's
- * threads included), the decide / plan split and the young generation's
- * traffic (heap-traffic.ts: bytes allocated, surviving scavenges, promoted),
- * which barely moves between runs. Run it on two checkouts, alternating, to
+ * threads included) and its split between the main thread and the others
+ * (cpu-split.ts), the decide / plan split and the young generation's traffic
+ * (heap-traffic.ts: bytes allocated, surviving scavenges, promoted), which
+ * barely moves between runs. Run it on two checkouts, alternating, to
  * compare them side by side.
  *
  *   npx tsx bench/engine.bench.ts [--records 100000] [--batch 500] [--order partition|interleaved] [--runs 3] [--forgotten]
@@ -23,6 +24,7 @@
 import { parseArgs } from "node:util";
 import { routeRecords } from "../src/fold/batch-router.js";
 import { IdentityModel } from "../src/fold/identity-model.js";
+import { startThreadSplit } from "./cpu-split.js";
 import { startHeapTraffic } from "./heap-traffic.js";
 import { runUnderMufoldFlags } from "./mufold-flags.js";
 import { batchesOf, partitionedWorkload } from "./partitioned-workload.js";
@@ -39,8 +41,8 @@ const batchSize = Number(values.batch);
 const batches = batchesOf(partitionedWorkload(records), batchSize, values.order);
 
 const modes = values.forgotten ? (["kept", "forgotten"] as const) : (["kept"] as const);
-console.log(`| run | models | CPU µs per record | decide µs | plan µs | identity batches | deliveries per identity batch | allocated / survived / promoted bytes per record | scavenges (pause µs per record) |`);
-console.log(`|---|---|---|---|---|---|---|---|---|`);
+console.log(`| run | models | CPU µs per record | main / other threads µs | decide µs | plan µs | identity batches | deliveries per identity batch | allocated / survived / promoted bytes per record | scavenges (pause µs per record) |`);
+console.log(`|---|---|---|---|---|---|---|---|---|---|`);
 for (let run = 1; run <= Number(values.runs); run++) for (const mode of modes) {
   const models = new Map<string, IdentityModel>();
   let decideNs = 0n;
@@ -48,6 +50,7 @@ for (let run = 1; run <= Number(values.runs); run++) for (const mode of modes) {
   let identityBatches = 0;
   const traffic = startHeapTraffic();
   const cpu0 = process.cpuUsage();
+  const split = startThreadSplit();
   for (const batch of batches) {
     const t0 = process.hrtime.bigint();
     const routed = routeRecords(batch, { reducerVersion: "memory_utility_reducer_v0", maxValueBytes: 65536 });
@@ -63,7 +66,8 @@ for (let run = 1; run <= Number(values.runs); run++) for (const mode of modes) {
     planNs += process.hrtime.bigint() - t1;
   }
   const cpu = process.cpuUsage(cpu0);
+  const threads = split.stop(records);
   const t = traffic.stop(records);
   const us = (ns: bigint) => (Number(ns) / 1000 / records).toFixed(1);
-  console.log(`| ${run} | ${mode} | ${Math.round((cpu.user + cpu.system) / records)} | ${us(decideNs)} | ${us(planNs)} | ${identityBatches} | ${(records / identityBatches).toFixed(1)} | ${t.allocatedBytes} / ${t.survivedBytes} / ${t.promotedBytes} | ${t.scavenges} (${t.scavengePauseUs}) |`);
+  console.log(`| ${run} | ${mode} | ${Math.round((cpu.user + cpu.system) / records)} | ${threads === null ? "not measured (no /proc)" : `${threads.mainUs.toFixed(1)} / ${threads.otherUs.toFixed(1)}`} | ${us(decideNs)} | ${us(planNs)} | ${identityBatches} | ${(records / identityBatches).toFixed(1)} | ${t.allocatedBytes} / ${t.survivedBytes} / ${t.promotedBytes} | ${t.scavenges} (${t.scavengePauseUs}) |`);
 }
