@@ -203,20 +203,26 @@ async function liveIdentities(settings: Settings): Promise<number> {
  * fold (it must find every identity byte-equal: the bench fails loudly otherwise). Records per second of the
  * rebuild itself: from the start of the replay until it has applied every record (before verify's pause), and
  * the machine's busy cores over that stretch (cpu-split.ts: when they are all of its cores, more replay
- * processes cannot help on this machine).
+ * processes cannot help on this machine), and this process's CPU per record by thread over the same stretch
+ * (the whole replay's with one process; with more, this process reads only its share).
  */
-async function verifiedReplay(settings: Settings, workers: number): Promise<{ rate: number; machine: { busy: number; cores: number } | null }> {
+async function verifiedReplay(settings: Settings, workers: number): Promise<{ rate: number; machine: { busy: number; cores: number } | null; split: ThreadSplit | null }> {
   const meter = startMachineCpu();
+  const threads = startThreadSplit();
   let machine: { busy: number; cores: number } | null | undefined;
+  let split: ThreadSplit | null = null;
   const onProgress = (p: { consumed: number }) => {
-    if (machine === undefined && p.consumed >= RECORDS) machine = meter.stop();
+    if (machine === undefined && p.consumed >= RECORDS) {
+      machine = meter.stop();
+      split = threads.stop(RECORDS);
+    }
   };
   const summary = await runReplay(settings, { verify: true, promote: false, keepShadow: false, workers, onProgress }, quietLog);
   if (summary.verified !== true || summary.mismatches !== 0 || summary.records !== RECORDS) {
     const failures = JSON.stringify(summary.verify?.failures.slice(0, 5));
     throw new Error(`replay --verify with ${workers} worker(s): verified ${summary.verified}, ${summary.mismatches} mismatches, ${summary.records} of ${RECORDS} records: ${failures}`);
   }
-  return { rate: Math.round(summary.records / summary.rebuildSeconds), machine: machine ?? null };
+  return { rate: Math.round(summary.records / summary.rebuildSeconds), machine: machine ?? null, split };
 }
 
 async function redisNetInput(redisUrl: string): Promise<number> {
@@ -243,7 +249,7 @@ if (run("fold")) {
   const { seconds: fold, cpuUs, split, traffic, redisUs, brokerUs } = await foldOnce(settings);
   const netAfter = await redisNetInput(settings.redisUrl);
   const memAfter = await redisMemory(settings.redisUrl);
-  const { rate: replay1, machine: machine1 } = await verifiedReplay(settings, 1);
+  const { rate: replay1, machine: machine1, split: replaySplit } = await verifiedReplay(settings, 1);
   const { rate: replay2, machine: machine2 } = await verifiedReplay(settings, 2);
   const identities = await liveIdentities(settings);
   // A second topic of the same shape, folded by this process after everything above: the first fold's CPU includes V8
@@ -268,6 +274,7 @@ if (run("fold")) {
   out("worker CPU per record (in-process fold, user + system)", Math.round(cpuUs / RECORDS), "µs");
   const threadCells = (s: ThreadSplit | null) => (s === null ? "not measured (no /proc)" : `${s.mainUs.toFixed(1)} / ${s.otherUs.toFixed(1)} / ${s.gcPauseUs.toFixed(1)}`);
   out("  of which its main thread / its other threads (V8's collector and compiler, libuv) / main-thread GC pauses", threadCells(split), "µs");
+  out("replay, one process: CPU per record on its main thread / its other threads / main-thread GC pauses", threadCells(replaySplit), "µs");
   out("  young generation per record: allocated / survived scavenges / of which promoted (heap-traffic.ts)", `${traffic.allocatedBytes} / ${traffic.survivedBytes} / ${traffic.promotedBytes}`, `bytes (${traffic.scavenges} scavenges, ${traffic.scavengePauseUs} µs of pauses per record; ${traffic.fullCollections} full collections)`);
   out("worker CPU per record, warm (a second topic of the same shape, folded after the steps above)", Math.round(warm.cpuUs / RECORDS), `µs (${Math.round(RECORDS / warm.seconds)} records/s)`);
   out("  of which its main thread / its other threads / main-thread GC pauses", threadCells(warm.split), "µs");
@@ -302,6 +309,8 @@ if (run("fold")) {
     replay_2_workers_over_live: round(replay2 / (RECORDS / fold), 3),
     machine_cores: machine1?.cores ?? null,
     replay_machine_cores_busy: machine1 === null ? null : round(machine1.busy),
+    replay_main_thread_us_per_record: replaySplit === null ? null : round(replaySplit.mainUs, 1),
+    replay_other_threads_us_per_record: replaySplit === null ? null : round(replaySplit.otherUs, 1),
     replay_2_workers_machine_cores_busy: machine2 === null ? null : round(machine2.busy),
     replay_2_workers_ceiling: machine1 === null ? null : round(machine1.cores / machine1.busy),
     redis_bytes_per_delivery: Math.round((memAfter - memBefore) / RECORDS),
