@@ -266,15 +266,15 @@ if (run("fold")) {
   out("replay, --workers 2 (this process and one worker process, verified)", replay2, "records/s");
   out("replay / live fold", (replay1 / (RECORDS / fold)).toFixed(2), "ratio");
   out("replay two workers / one", (replay2 / replay1).toFixed(2), "ratio");
+  const threadCells = (s: ThreadSplit | null) => (s === null ? "not measured (no /proc)" : `${s.mainUs.toFixed(1)} / ${s.otherUs.toFixed(1)} / ${s.gcPauseUs.toFixed(1)}`);
+  out("  the one-process replay's CPU per record: its main thread / its other threads / main-thread GC pauses", threadCells(replaySplit), "µs");
   const busy = (m: { busy: number } | null) => (m === null ? "not measured" : m.busy.toFixed(2));
   out(`machine cores busy during the replay, one process / two (of ${machine1?.cores ?? "?"}; every process: replay, Redis, broker)`, `${busy(machine1)} / ${busy(machine2)}`, "cores");
   if (machine1 !== null) out("  so the most more replay processes could give here (cores / busy with one)", (machine1.cores / machine1.busy).toFixed(2), "ratio");
   out("Redis memory per delivery", Math.round((memAfter - memBefore) / RECORDS), "bytes");
   out("Redis memory per identity", Math.round((memAfter - memBefore) / identities), `bytes (${identities} identities)`);
   out("worker CPU per record (in-process fold, user + system)", Math.round(cpuUs / RECORDS), "µs");
-  const threadCells = (s: ThreadSplit | null) => (s === null ? "not measured (no /proc)" : `${s.mainUs.toFixed(1)} / ${s.otherUs.toFixed(1)} / ${s.gcPauseUs.toFixed(1)}`);
   out("  of which its main thread / its other threads (V8's collector and compiler, libuv) / main-thread GC pauses", threadCells(split), "µs");
-  out("replay, one process: CPU per record on its main thread / its other threads / main-thread GC pauses", threadCells(replaySplit), "µs");
   out("  young generation per record: allocated / survived scavenges / of which promoted (heap-traffic.ts)", `${traffic.allocatedBytes} / ${traffic.survivedBytes} / ${traffic.promotedBytes}`, `bytes (${traffic.scavenges} scavenges, ${traffic.scavengePauseUs} µs of pauses per record; ${traffic.fullCollections} full collections)`);
   out("worker CPU per record, warm (a second topic of the same shape, folded after the steps above)", Math.round(warm.cpuUs / RECORDS), `µs (${Math.round(RECORDS / warm.seconds)} records/s)`);
   out("  of which its main thread / its other threads / main-thread GC pauses", threadCells(warm.split), "µs");
