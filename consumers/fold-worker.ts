@@ -10,6 +10,7 @@ import { createKafka, kafkaClientSettings, type Kafka } from "../src/adapters/ka
 import { GroupConsumer, type BatchContext } from "../src/adapters/kafka/consumer.js";
 import { ReliableProducer } from "../src/adapters/kafka/producer.js";
 import { assertInfiniteRetention, ensureTopics, groupOffsets, topicSpec } from "../src/adapters/kafka/topics.js";
+import { FunctionsMissingError, PositionContradictedError } from "../src/adapters/redis/errors.js";
 import { connectRedis, redisClientSettings } from "../src/adapters/redis/connect.js";
 import { GenerationMovedError, PauseLostError, StateLostError } from "../src/adapters/redis/errors.js";
 import { assertFunctionsLoaded } from "../src/adapters/redis/functions.js";
@@ -26,7 +27,8 @@ import type { DecisionOptions } from "../src/fold/record-decision.js";
 import { dlqLimits } from "../src/adapters/kafka/topic-limits.js";
 import { IdentityApplier } from "../src/fold/identity-applier.js";
 import { OutageClock } from "./outage.js";
-import { PartitionGuard } from "./partition-guard.js";
+import { PartitionGuard, partitionField } from "./partition-guard.js";
+import { FoldPositions, type Healing } from "./fold-positions.js";
 import { warmUpEngine } from "./warm-up.js";
 
 export interface FoldCounters {
@@ -97,10 +99,18 @@ export class FoldWorker {
    * started, as by a batch in flight: their seals fail, then they acknowledge.)
    */
   private sealedAt = 0;
-  /** A generation found to have lost state: written again only after a promote replaces it. */
-  private lostGeneration: number | undefined;
-  private restoreWait = false;
+  /** Where this worker stands on its partitions against the marks (the fold's position). */
+  private readonly positions = new FoldPositions();
+  /** The resync under way (one at a time): reading the marks and seeking to them. */
+  private resyncing: Promise<void> | undefined;
+  /** Set while Redis lacks mufold's function libraries (`mufold setup` has not run on it). */
+  private setupMissing: FunctionsMissingError | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
+  private positionTimer: NodeJS.Timeout | undefined;
+  /** Partitions to fetch from offset 0 once, for the origin check, before they go on from their marks. */
+  private readonly originUnchecked = new Map<number, "pending" | "sought">();
+  /** Redis had no generation at start while the group had committed offsets: the first join reports a rebuild. */
+  private rebuildingFromStart = false;
   private readonly applier: IdentityApplier;
   private readonly store: RedisStore;
   private readonly guard: PartitionGuard;
@@ -139,9 +149,20 @@ export class FoldWorker {
     }
   }
 
-  /** True while this worker found its generation's state lost and waits for `mufold replay --promote`. */
-  get waitingForRestore(): boolean {
-    return this.restoreWait;
+  /**
+   * What the worker is doing: folding; refolding partitions whose marks went back (`behind_log`) or a
+   * generation made anew after Redis lost it (`rebuilding`); or waiting for `mufold setup`.
+   */
+  get state(): "folding" | Healing | "waiting_for_setup" {
+    if (this.setupMissing !== undefined) return "waiting_for_setup";
+    const healing = this.positions.healing();
+    if (healing.some((h) => h.why === "rebuilding")) return "rebuilding";
+    return healing.length > 0 ? "behind_log" : "folding";
+  }
+
+  /** Partitions still refolding, with the records each has left. */
+  healing(): { partition: number; records: bigint; why: Healing }[] {
+    return this.positions.healing();
   }
 
   get cachedIdentities(): number {
@@ -161,6 +182,14 @@ export class FoldWorker {
       outage: async () => {
         const ongoing = Object.entries(this.outages.ongoing());
         if (ongoing.length > 0) throw new Error(`riding out an outage: ${ongoing.map(([what, s]) => `${what} unreachable for ${s}s`).join(", ")}`);
+      },
+      position: async () => {
+        if (this.setupMissing !== undefined) throw new Error(`waiting_for_setup: ${this.setupMissing.message}`);
+        const healing = this.positions.healing();
+        if (healing.length === 0) return;
+        const records = healing.reduce((n, h) => n + h.records, 0n);
+        const cause = this.state === "rebuilding" ? "rebuilding: Redis lost the generation; it is rebuilt from the log start" : "behind_log: Redis went back in time; the partitions are refolded from their marks";
+        throw new Error(`${cause}: ${records} records to refold on ${healing.length} partitions (${healing.map((h) => `${this.settings.topic}[${h.partition}] ${h.records}`).join(", ")})`);
       },
       parked: async () => {
         const parked = this.consumer?.parked() ?? [];
@@ -202,19 +231,16 @@ export class FoldWorker {
       ]);
       await assertInfiniteRetention(admin, settings.topic, settings.allowFiniteRetention);
       this.dlqBudget = (await dlqLimits(admin, dlqTopic(settings.topic))).budget;
-      await assertFunctionsLoaded(this.redis);
+      await this.untilSetUp();
       await checkRedisServer(this.redis, { allowEvictingPolicy: settings.allowEvictingPolicy }, this.log);
       const control = await this.store.control();
-      if (control.generation === null) {
-        const committed = await groupOffsets(admin, settings.group, settings.topic);
-        if ([...committed.values()].some((o) => o >= 0n)) {
-          throw new StateLostError(
-            `Redis has no mufold generation under prefix "${settings.prefix}", but group ${settings.group} has committed offsets: the projections were lost`,
-          );
-        }
-      }
       const live = await this.store.initGeneration(settings.reducerVersion);
       assertReducerVersion(live.generation, live.reducerVersion, settings.reducerVersion);
+      if (control.generation === null && [...(await groupOffsets(admin, settings.group, settings.topic)).values()].some((o) => o > 0n)) {
+        // Lost, not new: the join compares the group's offsets with the (absent) marks and reports the rebuild.
+        this.log.warn(`Redis has no mufold generation under prefix "${settings.prefix}", but group ${settings.group} has committed offsets: the projections were lost; they are rebuilt from the log start`, { generation: live.generation });
+        this.rebuildingFromStart = true;
+      }
       this.generation = live.generation;
     } finally {
       await admin.disconnect();
@@ -266,20 +292,26 @@ export class FoldWorker {
         this.log.error("consumer crashed", { error });
         this.crashedWith?.(error);
       },
-      onJoin: () => {
+      onJoin: (partitions) => {
         const ms = this.outages.recovered("kafka");
         if (ms > 0) this.log.warn("Kafka reachable again; folding resumes", { outageSeconds: Math.round(ms / 1000) });
+        // Each partition is fetched from its mark, whatever the group committed (the position lives with the state).
+        this.positions.assign(partitions);
+        this.originUnchecked.clear();
+        void this.resync({ committed: true }).catch((error: unknown) => this.log.warn("reading the marks after a join failed; the first batch reads them again", { error: errorText(error) }));
       },
     });
     // An idle worker gets no batches, yet a promote must hear that it holds still.
     this.idleTimer = setInterval(() => void this.ackIfIdle(), POLL_MS);
     this.idleTimer.unref();
+    this.positionTimer = setInterval(() => void this.checkPosition(), settings.positionCheckMs);
+    this.positionTimer.unref();
     this.log.info("fold started", { worker: this.workerId, generation: this.generation, topic: settings.topic, group: settings.group, changeFeed: feedSettings.enabled, proposalsTopic });
   }
 
   /**
-   * Wait while a promote has paused the fold or Redis has no usable generation;
-   * returns the generation to write. Redis being unreachable is held for at
+   * Wait while a promote has paused the fold or Redis lacks the function libraries; returns the generation
+   * to write (a Redis that lost it gets a new one from the resync). Redis being unreachable is held for at
    * most the outage tolerance (the batch stays uncommitted meanwhile).
    */
   private async awaitWritableGeneration(ctx: BatchContext): Promise<number> {
@@ -291,44 +323,197 @@ export class FoldWorker {
         // (A read is not a recovery: only a successful seal ends a Redis outage, so a Redis that reads but
         // refuses writes still runs out the tolerance.)
         control = await this.store.control();
+        this.setupFound();
         if (control.paused) await this.store.ackPause(this.workerId, control.epoch);
       } catch (error) {
-        // Redis unreachable (restarting): hold the batch, uncommitted, and keep the group membership alive.
-        if (!warned) this.log.warn("Redis unavailable; holding the batch", { error: errorText(error) });
-        warned = true;
-        this.outages.failed("redis", error);
+        if (error instanceof FunctionsMissingError) {
+          this.waitForSetup(error);
+        } else {
+          // Redis unreachable (restarting): hold the batch, uncommitted, and keep the group membership alive.
+          if (!warned) this.log.warn("Redis unavailable; holding the batch", { error: errorText(error) });
+          warned = true;
+          this.outages.failed("redis", error);
+        }
         if (!ctx.stillOwned() || this.stopping) throw error;
         await heartbeatOrYield(ctx);
         await sleep(POLL_MS * 4);
         continue;
       }
-      if (control.paused) {
-        // acknowledged above; hold still
-      } else if (control.generation === null || control.generation === this.lostGeneration) {
-        this.restoreWait = true;
-        if (!warned) {
-          this.log.error("Redis has no usable mufold generation: projections were lost; run `mufold replay --promote` to restore them", { generation: control.generation });
-          warned = true;
-        }
-      } else {
-        assertReducerVersion(control.generation, control.reducerVersion, this.settings.reducerVersion);
-        this.restoreWait = false;
-        if (control.generation !== this.generation) {
-          this.log.info("generation changed", { from: this.generation, to: control.generation });
-          this.applier.clear();
-          this.generation = control.generation;
-        }
-        return control.generation;
+      if (!control.paused) {
+        if (control.generation === null || control.generation !== this.generation) await this.resync();
+        else assertReducerVersion(control.generation, control.reducerVersion, this.settings.reducerVersion);
+        return this.generation!;
       }
+      // paused: acknowledged above; hold still
       if (!ctx.stillOwned() || this.stopping) throw new MufoldError("batch abandoned while waiting", { retriable: true });
       await heartbeatOrYield(ctx);
       await sleep(POLL_MS);
     }
   }
 
+  /** Redis has no function libraries (or another build's): not ready, and past the outage tolerance the fold ends. */
+  private waitForSetup(error: FunctionsMissingError): void {
+    if (this.setupMissing === undefined) this.log.error("waiting for `mufold setup`: Redis lacks mufold's function libraries; nothing is folded meanwhile", { error: errorText(error) });
+    this.setupMissing = error;
+    this.publishPosition();
+    try {
+      this.outages.failed("setup", error);
+    } catch {
+      throw new MufoldError(`Redis has lacked mufold's function libraries for more than ${this.settings.outageToleranceSeconds}s (MUFOLD_OUTAGE_TOLERANCE_SECONDS): run \`mufold setup\` as a Redis admin, then start the fold again`, { retriable: false, cause: error });
+    }
+  }
+
+  private setupFound(): void {
+    if (this.setupMissing === undefined) return;
+    this.setupMissing = undefined;
+    this.outages.recovered("setup");
+    this.log.warn("Redis has mufold's function libraries again; folding resumes");
+    this.publishPosition();
+  }
+
+  /** Read the live generation and the marks, and seek every assigned partition that stands elsewhere (one at a time). */
+  private resync(options: { committed?: boolean } = {}): Promise<void> {
+    const run = (this.resyncing ?? Promise.resolve()).catch(() => undefined).then(() => this.resyncNow(options));
+    this.resyncing = run;
+    void run.finally(() => {
+      if (this.resyncing === run) this.resyncing = undefined;
+    }).catch(() => undefined);
+    return run;
+  }
+
+  private async resyncNow(options: { committed?: boolean }): Promise<void> {
+    const { topic, reducerVersion } = this.settings;
+    const seqs = this.positions.seqs();
+    let control;
+    try {
+      control = await this.store.control();
+    } catch (error) {
+      if (error instanceof FunctionsMissingError) this.waitForSetup(error);
+      throw error;
+    }
+    this.setupFound();
+    let generation = control.generation;
+    if (generation === null) {
+      // Redis lost everything (emptied, a new server): the log rebuilds it, as a changelog restores a lost store.
+      const live = await this.store.initGeneration(reducerVersion);
+      assertReducerVersion(live.generation, live.reducerVersion, reducerVersion);
+      generation = live.generation;
+      this.log.warn("Redis has no mufold generation: the projections were lost; the partitions are refolded from the log start into a new generation", { generation });
+    } else {
+      assertReducerVersion(generation, control.reducerVersion, reducerVersion);
+    }
+    const moved = generation !== this.generation;
+    if (moved) {
+      if (this.generation !== undefined) this.log.info("generation changed", { from: this.generation, to: generation });
+      this.applier.clear();
+      this.generation = generation;
+      this.sealedAt = 0;
+    }
+    const fields = await this.store.generationFields(generation, "mark");
+    const marks = new Map<number, bigint>();
+    for (const p of this.positions.partitions()) {
+      const mark = fields.get(partitionField(topic, p));
+      if (mark !== undefined) marks.set(p, BigInt(mark));
+    }
+    // A new generation whose marks stand below this worker's positions was made after a loss: a rebuild.
+    const why: Healing = moved || this.rebuildingFromStart ? "rebuilding" : "behind_log";
+    const moves = this.positions.reconcile(marks, seqs, why);
+    if (moves.some((m) => m.back)) this.applier.clear();
+    for (const m of moves) {
+      this.consumer?.seek(topic, m.partition, m.to);
+      if (m.back) {
+        this.consumer?.holdCommitsAt(topic, m.partition, m.from!); // a restart before the refold is done still sees how far it must come
+        const what = why === "rebuilding" ? "the generation was made anew" : "Redis went back in time (a restore, a promoted replica)";
+        this.log.warn(`${what}: the partition is refolded from its mark`, { topic, partition: m.partition, folded: m.from?.toString(), mark: m.to.toString(), generation });
+      }
+    }
+    if (options.committed) {
+      await this.compareCommitted(why);
+      this.rebuildingFromStart = false;
+    }
+    this.publishPosition();
+  }
+
+  /**
+   * After a join: the group's committed offsets are progress, the marks are what is folded. A committed offset
+   * past the mark (Redis went back while the fold was stopped, or an operator moved the offsets) must be
+   * refolded before the partition is whole; one below it (offsets reset to earliest) changes nothing.
+   */
+  private async compareCommitted(why: Healing): Promise<void> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    let committed: Map<number, bigint>;
+    try {
+      committed = await groupOffsets(admin, this.settings.group, this.settings.topic);
+    } finally {
+      await admin.disconnect();
+    }
+    const away: string[] = [];
+    for (const p of this.positions.partitions()) {
+      const c = committed.get(p);
+      const at = this.positions.offset(p);
+      if (c === undefined || at === undefined || c === at) continue;
+      if (c < 0n) {
+        // Folded, yet the group has no offset: a new group, or the topic was deleted and recreated (its offsets
+        // went with it). The first batch must come from offset 0, where the guard compares the record with the
+        // generation's origin, before the partition goes on from its mark.
+        if (at > 0n) this.originUnchecked.set(p, "pending");
+        continue;
+      }
+      away.push(`${this.settings.topic}[${p}] committed ${c}, mark ${at}`);
+      if (c > at) {
+        this.positions.raise(p, c, why);
+        this.consumer?.holdCommitsAt(this.settings.topic, p, c);
+      } else {
+        this.consumer?.commit(this.settings.topic, p, at); // folded further than committed (a crash before the commit, a reset): progress
+      }
+    }
+    if (away.length > 0) {
+      this.log.warn("the group's committed offsets differ from the marks in Redis; the fold goes by the marks (what Redis holds is what is folded: an operator's offset reset changes nothing, a Redis that went back in time is refolded)", { partitions: away });
+    }
+  }
+
+  /** Readiness gauges from the positions. */
+  private publishPosition(): void {
+    if (this.metrics === undefined) return;
+    const state = this.state;
+    for (const s of ["folding", "behind_log", "rebuilding", "waiting_for_setup"]) this.metrics.foldState.set({ state: s }, s === state ? 1 : 0);
+    this.metrics.behindLog.reset();
+    for (const h of this.positions.healing()) this.metrics.behindLog.set({ topic: this.settings.topic, partition: String(h.partition), cause: h.why }, Number(h.records));
+  }
+
+  /** Every few seconds, idle too: a Redis that went back in time is seen and refolded without waiting for a record. */
+  private async checkPosition(): Promise<void> {
+    if (this.stopping || this.resyncing !== undefined || this.positions.partitions().length === 0) return;
+    try {
+      await this.resync();
+    } catch (error) {
+      if (error instanceof MufoldError && !error.retriable) {
+        this.crashedWith?.(error); // the fold command writes the one fatal line
+        return;
+      }
+      // Redis unreachable or the libraries missing: the next batch, or the next check, tells.
+    }
+  }
+
   private redisAnswered(): void {
     const ms = this.outages.recovered("redis");
     if (ms > 0) this.log.warn("Redis reachable again; folding resumes", { outageSeconds: Math.round(ms / 1000) });
+  }
+
+  /** Wait for `mufold setup` (libraries missing, or another build's) within the outage tolerance. */
+  private async untilSetUp(): Promise<void> {
+    for (;;) {
+      try {
+        await assertFunctionsLoaded(this.redis);
+        this.setupFound();
+        return;
+      } catch (error) {
+        if (!(error instanceof FunctionsMissingError)) throw error;
+        this.waitForSetup(error);
+        await sleep(POLL_MS * 4);
+      }
+    }
   }
 
   private async ackIfIdle(): Promise<void> {
@@ -353,27 +538,69 @@ export class FoldWorker {
   private async foldBatch(records: SourceRecord[], ctx: BatchContext): Promise<void> {
     const endBatch = this.metrics?.batchSeconds.startTimer();
     const decision = { reducerVersion: this.settings.reducerVersion, maxValueBytes: this.settings.maxValueBytes };
+    const { topic, partition } = ctx;
+    if (this.resyncing !== undefined) await this.resyncing.catch(() => undefined); // a join's seeks come first
+    const from = BigInt(ctx.fetchedOffset ?? records[0]?.offset ?? ctx.nextOffset);
+    const next = BigInt(ctx.nextOffset);
+    const guard = { partition: partitionField(topic, partition), from };
     // Decided wave by wave as they are applied (batch-router.ts, keyWaves): a retry decides again.
     const waves = keyWaves(records);
     let rejected: RoutedBatch["rejected"] = [];
     for (let attempt = 1; ; attempt++) {
       const generation = await this.awaitWritableGeneration(ctx);
+      let position = this.positions.offset(partition);
+      if (position === undefined) {
+        await this.resync(); // the join's resync failed or has not run: this batch cannot be placed without the mark
+        position = this.positions.offset(partition);
+        if (position === undefined) throw new MufoldError(`partition ${topic}[${partition}] is not assigned to this worker`, { retriable: true });
+      }
       try {
         // Refuse a partition whose log is not the one this generation folded, before writing anything.
-        await this.guard.check(generation, ctx.topic, ctx.partition, records, BigInt(ctx.highWatermark));
-        const endApply = this.metrics?.applySeconds.startTimer();
-        rejected = [];
-        const stats = await this.applier.applyInWaves(generation, waves, (wave) => {
-          const routed = decideWave(wave, decision);
-          for (const r of routed.rejected) rejected.push(r);
-          return routed.identities;
-        });
-        endApply?.();
-        // Announced before the commit: a failure here retries the batch, which announces the skipped changes again.
-        await this.feed?.publish(generation, stats.changes);
-        // Last, before the commit: the generation written is still the live one (Redis may have been emptied
-        // mid-batch: then nothing is committed, and the writes went to a number that is never reused).
-        await this.guard.seal(generation, ctx.topic, ctx.partition, BigInt(ctx.nextOffset), ctx.fetchedOffset === undefined ? undefined : BigInt(ctx.fetchedOffset));
+        await this.guard.check(generation, topic, partition, records, BigInt(ctx.highWatermark), position);
+        const unchecked = this.originUnchecked.get(partition);
+        if (unchecked !== undefined) {
+          if (from === 0n && records.length > 0) {
+            this.originUnchecked.delete(partition); // the guard found the record at offset 0 to be the origin
+          } else if (unchecked === "sought" && from > 0n) {
+            this.originUnchecked.delete(partition);
+            this.log.warn("the partition's log no longer starts at offset 0 (retention): its origin cannot be checked", { topic, partition });
+          } else {
+            this.originUnchecked.set(partition, "sought");
+            this.consumer?.seek(topic, partition, 0n);
+            return;
+          }
+        }
+        if (from !== position) {
+          // The fetch did not start at the mark (the group's offset, a reset by kafkajs): fetch from the mark.
+          this.consumer?.seek(topic, partition, position);
+          return;
+        }
+        this.positions.begin(partition);
+        let stats;
+        try {
+          const endApply = this.metrics?.applySeconds.startTimer();
+          rejected = [];
+          stats = await this.applier.applyInWaves(
+            generation,
+            waves,
+            (wave) => {
+              const routed = decideWave(wave, decision);
+              for (const r of routed.rejected) rejected.push(r);
+              return routed.identities;
+            },
+            guard,
+          );
+          endApply?.();
+          // Announced before the commit: a failure here retries the batch, which announces the skipped changes again.
+          await this.feed?.publish(generation, stats.changes);
+          // Last, before the commit: the generation written is still the live one, its mark still where the batch
+          // started (Redis may have been emptied or gone back in time mid-batch); then the mark moves past the batch.
+          await this.guard.seal(generation, topic, partition, next, from);
+        } finally {
+          this.positions.end(partition);
+        }
+        if (this.positions.sealed(partition, next)) this.log.info("partition whole again: refolded up to where it stood", { topic, partition, offset: next.toString() });
+        this.publishPosition();
         if (generation === this.generation) this.sealedAt = Date.now();
         this.redisAnswered();
         this.counters.applied += stats.applied;
@@ -387,10 +614,22 @@ export class FoldWorker {
       } catch (err) {
         this.sealedAt = 0; // read the control hash before the next attempt, of this batch or another
         this.applier.clear(); // whatever landed, the versions and watermarks in Redis tell on reload
-        if (err instanceof StateLostError || (err instanceof GenerationMovedError && err.current === null)) {
-          // Never rebuild on top of a partial loss: wait for a replay to be promoted.
-          this.lostGeneration = generation;
-          this.log.error("identity state missing in Redis; waiting for `mufold replay --promote`", { error: errorText(err), generation });
+        if (err instanceof PositionContradictedError || err instanceof GenerationMovedError) {
+          // Redis went back in time, lost the generation, or a promote replaced it: go by what it holds now.
+          this.log.warn("the batch does not fit what Redis holds; reading the marks again", { error: errorText(err), generation });
+          this.redisAnswered();
+          await this.resync();
+          if (this.positions.offset(partition) !== from) return; // sought to the mark: this batch is fetched again or skipped
+          continue;
+        }
+        if (err instanceof StateLostError) {
+          // An identity the marks say was folded has no state (keys deleted or evicted): fold the whole log into the
+          // generation again; every other identity skips what it holds by its watermarks.
+          this.log.error("Redis lost an identity that the marks say was folded; the generation is refolded from the log start", { error: errorText(err), generation });
+          this.redisAnswered();
+          await this.store.rewind(generation).catch((error: unknown) => this.log.warn("rewinding the marks failed; the generation moved meanwhile", { error: errorText(error) }));
+          await this.resync();
+          if (this.positions.offset(partition) !== from) return;
           continue;
         }
         if (err instanceof PauseLostError) {
@@ -398,14 +637,11 @@ export class FoldWorker {
           this.log.info("a promote paused the fold mid-batch; the batch waits", { generation });
           continue;
         }
-        if (err instanceof GenerationMovedError) {
-          this.log.warn("generation moved during the batch; applying it again to the live one", { generation, now: err.current });
-          continue;
-        }
-        // Refusals for good (a key-layout bug, a missing grant: typed by the Redis adapter) are never retried.
+        // Refusals for good (a key-layout bug, a missing grant, another topic: typed by the adapters) are never retried.
         if (err instanceof MufoldError && !err.retriable) throw err;
         // Redis restarting or unreachable: the batch stays uncommitted; try again until the outage tolerance runs out.
-        this.outages.failed("redis", err);
+        if (err instanceof FunctionsMissingError) this.waitForSetup(err);
+        else this.outages.failed("redis", err);
         this.log.warn("apply failed; retrying the batch", { error: errorText(err), attempt });
         if (!ctx.stillOwned() || this.stopping) throw err;
         await heartbeatOrYield(ctx);
@@ -452,6 +688,7 @@ export class FoldWorker {
   async stop(): Promise<void> {
     this.stopping = true;
     clearInterval(this.idleTimer);
+    clearInterval(this.positionTimer);
     await this.consumer?.stop().catch((error) => this.log.warn("consumer stop failed", { error }));
     await this.producer?.disconnect().catch(() => undefined);
     await this.redis.quit().catch(() => undefined);

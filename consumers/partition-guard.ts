@@ -68,14 +68,16 @@ export class PartitionGuard {
   /**
    * Before a batch is applied: refuse a partition whose log no longer is the
    * one this generation folded. `highWatermark` is the partition's end offset
-   * as the broker reported it with the batch.
+   * as the broker reported it with the batch; `known`, the partition's mark
+   * when the caller keeps it.
    */
-  async check(generation: number, topic: string, partition: number, records: readonly SourceRecord[], highWatermark: bigint): Promise<void> {
+  async check(generation: number, topic: string, partition: number, records: readonly SourceRecord[], highWatermark: bigint, known?: bigint): Promise<void> {
     this.reset(generation);
     const field = partitionField(topic, partition);
     const first = records[0];
     if (first !== undefined && first.offset === "0") await this.store.checkOrigin(generation, this.mode, field, originFingerprint(first));
-    let mark = this.marks.get(field);
+    // `known`: the caller keeps the partition's position itself (the live fold: fold-positions.ts).
+    let mark = known ?? this.marks.get(field);
     if (mark === undefined) {
       const stored = (await this.store.generationFields(generation, "mark")).get(field);
       mark = stored === undefined ? 0n : BigInt(stored);

@@ -6,9 +6,12 @@
  * - The shadow's number is new (never reused) and carries a build token; the
  *   promote flips only if the token is still in the control hash, so a Redis
  *   that lost everything mid-replay is never promoted from a partial rebuild.
- * - --verify compares the same prefix of the log on both sides: the rebuild
- *   reads up to the live generation's marks (what the fold has sealed), under
- *   a fleet pause so they hold still, and anything it cannot compare fails.
+ * - --verify proves coverage as well as equality: the rebuild reads up to
+ *   everything the live generation folded (its marks) or the fold group
+ *   committed (with --to-end, the log's end), under a fleet pause so they hold
+ *   still. A live mark behind that target is `behind_log` (a Redis that went
+ *   back in time, or group offsets moved past the marks): it never verifies.
+ *   Anything it cannot compare fails.
  * - --promote pauses the fleet with a lease this process renews, catches up to
  *   the group's committed offsets and the live marks, and flips atomically.
  *   A crash lets the lease run out; SIGINT/SIGTERM release it at once.
@@ -31,16 +34,20 @@ import type { Settings } from "../src/config/settings.js";
 import { MufoldError } from "../src/errors.js";
 import type { Logger } from "../src/observability/log.js";
 import { PromoteBehindError } from "../src/adapters/redis/errors.js";
+import { marksOfTopic, pastEndDetails, verifyCoverage, verifyTarget, type VerifyCoverage } from "./coverage.js";
+import { readPartitionOffsets } from "./coverage-source.js";
 import { FleetPause } from "./fleet-pause.js";
 import { partitionField } from "./partition-guard.js";
 import { LocalShadow, type ShadowReader } from "./replay-build.js";
 import { SplitReader, WorkerPool, splitPartitions } from "./replay-workers.js";
-import { differingOrigins, failedReport, verifyGenerations, type VerifyDetails, type VerifyFailure, type VerifyReport } from "./verify.js";
+import { coverageFailures, differingOrigins, failedReport, verifyGenerations, withFailures, type VerifyDetails, type VerifyFailure, type VerifyReport } from "./verify.js";
 import { AbortedError, sleepUnlessAborted, waitFor } from "./waiting.js";
 
 export interface ReplayOptions {
   verify: boolean;
   promote: boolean;
+  /** --verify: hold the live generation to the log's end (captured at start), not only to what the group committed. */
+  toEnd?: boolean;
   /** Keep the shadow generation after a verify-only run. */
   keepShadow?: boolean;
   /** Seconds to keep the old generation readable after a promote. */
@@ -77,7 +84,9 @@ export interface ReplaySummary {
   /** Seconds until the rebuild reached its first targets (before any pause, verify or promote). */
   rebuildSeconds: number;
   verify: VerifyReport | null;
-  /** --verify only: true when every identity was compared and found byte-equal. */
+  /** --verify only: each partition's live mark against the offset the rebuild read to (behind_log), null otherwise. */
+  coverage: VerifyCoverage | null;
+  /** --verify only: true when every identity was compared and found byte-equal and no live mark is behind. */
   verified: boolean | null;
   /** Identities not proven equal by --verify: differing bytes, or not comparable. */
   mismatches: number;
@@ -124,16 +133,17 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
       );
     }
     const comparable = live !== null && (control.reducerVersion === null || control.reducerVersion === settings.reducerVersion);
-    const ends = await partitionOffsets(admin, settings.topic);
-    const liveMarks = async () => markTargets(live === null ? new Map() : await store.generationFields(live, "mark"), settings.topic);
-    const marksAtStart = await liveMarks();
+    const toEnd = options.verify && options.toEnd === true;
+    const liveOffsets = () => readPartitionOffsets(admin, store, settings.topic, settings.group, live);
+    const liveMarks = async () => marksOfTopic(live === null ? new Map() : await store.generationFields(live, "mark"), settings.topic);
+    const atStart = await liveOffsets();
+    const startEnds = new Map(atStart.map((p) => [p.partition, p.end]));
     // A log shorter than what the live generation folded was truncated or recreated: it cannot be compared,
     // and the live marks bound nothing a rebuild must hold.
-    const shorter: VerifyFailure[] = ends
-      .filter((e) => (marksAtStart.get(e.partition) ?? 0n) > e.high)
-      .map((e) => ({ reason: "topic_origin_differs", detail: `partition ${e.partition} ends at ${e.high}, below the ${marksAtStart.get(e.partition)} the live generation folded (topic truncated or recreated)` }));
-    // Verify compares the prefix the live fold has sealed (capped at the log's end); a promote goes to the end of the log.
-    const targets = new Map(ends.map((e) => [e.partition, options.verify && comparable ? minOf(marksAtStart.get(e.partition) ?? 0n, e.high) : e.high]));
+    const shorter = atStart.some((p) => (p.mark ?? 0n) > p.end);
+    // Verify rebuilds everything the live fold sealed or the group committed (--to-end: the whole log), capped at
+    // the log's end; a promote goes to the end of the log.
+    const targets = new Map(atStart.map((p) => [p.partition, options.verify && comparable ? verifyTarget(p, toEnd ? p.end : null) : p.end]));
 
     // The build holds a lease it renews: a killed replay's generation is dropped by a later promote.
     const buildLeaseMs = Math.max(60_000, settings.pauseLeaseSeconds * 1000);
@@ -158,6 +168,7 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
       workers: Math.max(1, Math.min(options.workers ?? 1, targets.size)),
       rebuildSeconds: 0,
       verify: null,
+      coverage: null,
       verified: null,
       mismatches: 0,
       promoted: false,
@@ -191,19 +202,23 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
       pause = await FleetPause.take(store, settings.pauseLeaseSeconds, log);
       await pause.awaitAcks(admin, settings.group, options.pauseTimeoutSeconds ?? 120, signal, () => reader?.failure());
       if (options.verify) {
+        // The fleet holds still now: the final marks and commits, and what the rebuild must hold of each partition.
+        const held = await liveOffsets();
+        const required = new Map(held.map((p) => [p.partition, verifyTarget(p, toEnd ? (startEnds.get(p.partition) ?? p.end) : null)]));
         if (!comparable) {
+          summary.coverage = verifyCoverage(held, required, toEnd ? "end" : "committed");
           summary.verify = failedReport(
             live === null
               ? { reason: "no_live_generation", detail: "there is no live generation to compare with (nothing folded yet, or Redis lost it)" }
               : { reason: "reducer_version_differs", detail: `the live generation holds reducer_version ${control.reducerVersion}, the rebuild ${settings.reducerVersion}` },
           );
         } else {
-          const marks = await liveMarks();
-          for (const e of await partitionOffsets(admin, settings.topic)) if ((marks.get(e.partition) ?? 0n) > e.high) marks.set(e.partition, e.high);
-          await reader.raiseTargets(marks);
-          await readAll("replay (catching up to the live marks)");
-          summary.verify = await verifyGenerations(store, live!, generation, options.details);
-          if (shorter.length > 0) summary.verify = { ...summary.verify, ok: false, failures: [...shorter, ...summary.verify.failures] };
+          const catchUp = new Map(held.map((p) => [p.partition, minOf(maxOf(targets.get(p.partition), required.get(p.partition)), p.end)]));
+          await reader.raiseTargets(catchUp);
+          await readAll("replay (catching up to the live fold)");
+          summary.coverage = verifyCoverage(held, catchUp, toEnd ? "end" : "committed");
+          const truncated = pastEndDetails(held).map((detail): VerifyFailure => ({ reason: "topic_origin_differs", detail }));
+          summary.verify = withFailures(await verifyGenerations(store, live!, generation, options.details), [...truncated, ...coverageFailures(summary.coverage)]);
         }
         summary.verified = summary.verify.ok;
         summary.mismatches = summary.verify.mismatches + summary.verify.notComparable + (summary.verify.ok || summary.verify.identities > 0 ? 0 : 1);
@@ -212,7 +227,7 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
       if (options.promote && (summary.verified !== false || live === null || !comparable)) {
         // The live generation folded another log when its marks pass the log's end or its origins differ
         // (a recreated topic): then its marks do not bound what the rebuild must hold.
-        const logChanged = live !== null && (shorter.length > 0 || (await differingOrigins(store, live, generation)).length > 0);
+        const logChanged = live !== null && (shorter || (await differingOrigins(store, live, generation)).length > 0);
         for (let attempt = 1; ; attempt++) {
           // Everything the live fold has folded or committed, capped at the log's end.
           const committed = await groupOffsets(admin, settings.group, settings.topic);
@@ -284,16 +299,6 @@ const minOf = (a: bigint, b: bigint): bigint => (a < b ? a : b);
 function maxOf(...values: (bigint | undefined)[]): bigint {
   let out = 0n;
   for (const v of values) if (v !== undefined && v > out) out = v;
-  return out;
-}
-
-/** Marks of the control hash (`<topic>:<partition>` → next offset) as per-partition targets of one topic. */
-function markTargets(marks: ReadonlyMap<string, string>, topic: string): Map<number, bigint> {
-  const out = new Map<number, bigint>();
-  for (const [field, next] of marks) {
-    const at = field.lastIndexOf(":");
-    if (field.slice(0, at) === topic) out.set(Number(field.slice(at + 1)), BigInt(next));
-  }
   return out;
 }
 

@@ -2,7 +2,8 @@
  * The page `mufold replay --verify --report FILE.html` writes: one
  * self-contained HTML file (inline CSS, no scripts, no external assets) that a
  * person can open. A summary (verdict, reasons, generations, counts, topic,
- * times), every identity that is not equal with its status, the equal ones
+ * times), each partition's live mark against what the rebuild read to
+ * (behind_log), every identity that is not equal with its status, the equal ones
  * behind a <details> (a count and the first ones listed), and for each byte
  * mismatch the first differing offset with the bytes around it on both
  * sides, the differing byte highlighted. Pure: data in, a string out.
@@ -10,6 +11,7 @@
  * The markup is also well-formed XML (every element closed, only XML
  * entities), so a test can parse it strictly.
  */
+import type { VerifyCoverage } from "./coverage.js";
 import type { ReplaySummary } from "./replay.js";
 import type { ByteDifference, IdentityResult, VerifyDetails, VerifyFailure } from "./verify.js";
 
@@ -37,7 +39,8 @@ table.identities td, table.identities th { border-bottom: 1px solid #eee; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 code, .bytes { font-family: ui-monospace, Menlo, Consolas, monospace; }
 .status { font-family: ui-monospace, Menlo, Consolas, monospace; padding: 0 .3em; border-radius: 3px; }
-.status-equal { background: #e3f4e5; } .status-bytes_differ { background: #fbe5e7; } .status-watermarks_differ, .status-only_in_live, .status-only_in_rebuilt { background: #fdf1d9; }
+.status-equal { background: #e3f4e5; } .status-bytes_differ { background: #fbe5e7; } .status-watermarks_differ, .status-behind_in_live, .status-only_in_live, .status-only_in_rebuilt { background: #fdf1d9; }
+tr.behind td { background: #fbe5e7; }
 .bytes { white-space: pre-wrap; word-break: break-all; background: #f6f6f6; padding: .4em .6em; border-radius: 3px; margin: .2em 0 .8em; }
 .bytes .esc { color: #777; } mark.diff { background: #ffd54a; color: #000; outline: 1px solid #c79a00; }
 .side { font-weight: 600; margin-top: .4em; } .note { color: #555; }
@@ -85,13 +88,17 @@ const anchor = (identity: string) => `mismatch-${identity}`;
 function reasons(summary: ReplaySummary): string[] {
   const verify = summary.verify;
   if (verify === null) return ["not verified: the replay ran without --verify"];
-  if (verify.ok) return ["every identity of both generations was compared and found byte-equal"];
+  if (verify.ok) {
+    const held = summary.coverage?.reference === "end" ? "the log's end" : "every offset the fold group committed";
+    return [`every identity of both generations was compared and found byte-equal, and the live generation holds ${held}`];
+  }
   const general = verify.failures.filter((f: VerifyFailure) => f.identity === undefined).map((f) => `${f.reason}${f.detail === undefined ? "" : `: ${f.detail}`}`);
   const perIdentity: [string, number][] = [
     ["bytes_differ", verify.mismatches],
     ["only_in_live", verify.onlyInLive],
     ["only_in_rebuilt", verify.onlyInRebuilt],
-    ["watermarks_differ", verify.notComparable - verify.onlyInLive - verify.onlyInRebuilt],
+    ["behind_in_live", verify.behindInLive],
+    ["watermarks_differ", verify.notComparable - verify.onlyInLive - verify.onlyInRebuilt - verify.behindInLive],
   ];
   const listed = perIdentity
     .filter(([, n]) => n > 0)
@@ -99,6 +106,24 @@ function reasons(summary: ReplaySummary): string[] {
     .map(([reason, n]) => `${reason}: ${n.toLocaleString("en-US")} ${n === 1 ? "identity" : "identities"}`);
   const all = [...general, ...listed];
   return all.length > 0 ? all : ["verification failed without a listed reason"];
+}
+
+/** Each partition: the live mark, the group's commit, the log's end, what the rebuild read to and how far the mark is behind it. */
+function coverageSection(coverage: VerifyCoverage | null): string {
+  if (coverage === null) return `<p class="note">Not measured.</p>`;
+  const cell = (v: number | null) => `<td class="num">${v === null ? "—" : v.toLocaleString("en-US")}</td>`;
+  const against = coverage.reference === "end" ? "the log's end when the replay started (--to-end)" : "what the live generation folded and the fold group committed";
+  return [
+    `<p class="note">The rebuild read each partition to ${against}; behind_log counts the offsets between the live mark and that target.</p>`,
+    `<table class="coverage">`,
+    `<tr><th>partition</th><th>mark</th><th>committed</th><th>end</th><th>target</th><th>behind_log</th></tr>`,
+    ...coverage.partitions.map(
+      (p) =>
+        `<tr class="partition${p.behind_log > 0 ? " behind" : ""}" data-partition="${p.partition}" data-behind="${p.behind_log}"><td>${escapeHtml(`${p.topic}:${p.partition}`)}</td>` +
+        `${cell(p.mark)}${cell(p.committed)}${cell(p.end)}${cell(p.target)}${cell(p.behind_log)}</tr>`,
+    ),
+    `</table>`,
+  ].join("\n");
 }
 
 function row(name: string, value: string, numeric = false): string {
@@ -113,7 +138,7 @@ export function verifyReportHtml(input: VerifyPageInput): string {
   const fmt = (n: number) => n.toLocaleString("en-US");
   const count = (n: number | undefined) => (n === undefined ? "—" : fmt(n));
   const equal = verify === null ? undefined : verify.compared - verify.mismatches;
-  const watermarks = verify === null ? undefined : verify.notComparable - verify.onlyInLive - verify.onlyInRebuilt;
+  const watermarks = verify === null ? undefined : verify.notComparable - verify.onlyInLive - verify.onlyInRebuilt - verify.behindInLive;
   const seconds = (input.finishedAt.getTime() - input.startedAt.getTime()) / 1000;
 
   const summaryTable = [
@@ -132,6 +157,8 @@ export function verifyReportHtml(input: VerifyPageInput): string {
     row("watermarks differ", count(watermarks), true),
     row("only in live", count(verify?.onlyInLive), true),
     row("only in rebuilt", count(verify?.onlyInRebuilt), true),
+    row("behind in live", count(verify?.behindInLive), true),
+    row("records the live generation is behind", count(summary.coverage?.behind_log), true),
     row("started", escapeHtml(input.startedAt.toISOString())),
     row("finished", `${escapeHtml(input.finishedAt.toISOString())} (${seconds.toFixed(1)} s)`),
     row("promoted", summary.promoted ? "yes" : "no"),
@@ -182,6 +209,8 @@ export function verifyReportHtml(input: VerifyPageInput): string {
     `<h1>mufold replay --verify: <span class="verdict ${verified ? "verified" : "not-verified"}" id="verdict">${verdict}</span></h1>`,
     `<h2>Summary</h2>`,
     ...summaryTable,
+    `<h2>Coverage</h2>`,
+    coverageSection(summary.coverage),
     `<h2>Identities not equal</h2>`,
     notEqualSection,
     `<h2>Equal identities</h2>`,

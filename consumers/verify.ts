@@ -3,19 +3,25 @@
  * what it compared: every identity of either side must exist on both, with
  * equal watermarks and byte-equal packets, and both generations must have
  * folded the same log (equal partition origins). Anything it could not
- * compare is a failure with a reason; it never passes by default. Given a
+ * compare is a failure with a reason; it never passes by default. An identity
+ * whose live watermarks are all at or below the rebuilt ones (some below) is
+ * `behind_in_live`: the live side lacks records the rebuild folded, counted
+ * with those it lacks entirely as `missingInLive`. Given a
  * VerifyDetails, it also keeps the per-identity results and the bytes around
  * each mismatch's first difference (for `replay --verify --report`), from the
  * packets it read for the comparison: nothing is read twice.
  */
 import type { RedisStore } from "../src/adapters/redis/store.js";
 import { WATERMARK_PREFIX } from "../src/fold/keys.js";
+import { behindDetails, type VerifyCoverage } from "./coverage.js";
 
 export type VerifyFailureReason =
   | "bytes_differ"
   | "watermarks_differ"
+  | "behind_in_live"
   | "only_in_live"
   | "only_in_rebuilt"
+  | "behind_log"
   | "no_live_generation"
   | "reducer_version_differs"
   | "topic_origin_differs";
@@ -37,13 +43,17 @@ export interface VerifyReport {
   /** Of those not comparable: identities only the live generation holds, and only the rebuilt one. */
   onlyInLive: number;
   onlyInRebuilt: number;
+  /** Of those not comparable: identities on both sides whose live watermarks are behind the rebuilt ones. */
+  behindInLive: number;
+  /** Identities the live generation lacks records of: onlyInRebuilt + behindInLive. */
+  missingInLive: number;
   mismatchedIdentities: string[];
   /** Why it failed; the first 100 per-identity failures plus every generation-level one. */
   failures: VerifyFailure[];
 }
 
 /** What verify found for one identity. */
-export type IdentityStatus = "equal" | Exclude<VerifyFailureReason, "no_live_generation" | "reducer_version_differs" | "topic_origin_differs">;
+export type IdentityStatus = "equal" | Exclude<VerifyFailureReason, "behind_log" | "no_live_generation" | "reducer_version_differs" | "topic_origin_differs">;
 
 /** Where two packets first differ, with the bytes around that offset on both sides. */
 export interface ByteDifference {
@@ -133,21 +143,52 @@ export class VerifyDetails {
 
 const MAX_LISTED = 100;
 
-function watermarks(meta: Record<string, string>): string {
-  return Object.keys(meta)
-    .filter((k) => k.startsWith(WATERMARK_PREFIX))
-    .sort()
-    .map((k) => `${k}=${meta[k]}`)
-    .join(",");
+function watermarks(meta: Record<string, string>): Map<string, string> {
+  return new Map(
+    Object.keys(meta)
+      .filter((k) => k.startsWith(WATERMARK_PREFIX))
+      .sort()
+      .map((k): [string, string] => [k, meta[k]!]),
+  );
+}
+
+const shown = (w: ReadonlyMap<string, string>) => [...w].map(([k, v]) => `${k}=${v}`).join(",");
+const offset = (v: string | undefined): bigint | null => (v !== undefined && /^\d+$/.test(v) ? BigInt(v) : null);
+
+/**
+ * The live watermarks differ from the rebuilt ones only by being lower: each live one at or below the rebuilt one
+ * of its partition, the rebuilt side possibly holding more partitions. The live side then lacks records.
+ */
+export function liveBehind(live: ReadonlyMap<string, string>, rebuilt: ReadonlyMap<string, string>): boolean {
+  if (shown(live) === shown(rebuilt)) return false;
+  for (const [k, v] of live) {
+    const [a, b] = [offset(v), offset(rebuilt.get(k))];
+    if (a === null || b === null || a > b) return false;
+  }
+  return true;
 }
 
 function emptyReport(): VerifyReport {
-  return { ok: false, identities: 0, compared: 0, mismatches: 0, notComparable: 0, onlyInLive: 0, onlyInRebuilt: 0, mismatchedIdentities: [], failures: [] };
+  return { ok: false, identities: 0, compared: 0, mismatches: 0, notComparable: 0, onlyInLive: 0, onlyInRebuilt: 0, behindInLive: 0, missingInLive: 0, mismatchedIdentities: [], failures: [] };
 }
 
 /** A report that failed before comparing anything (no live generation, another reducer version, …). */
 export function failedReport(failure: VerifyFailure): VerifyReport {
   return { ...emptyReport(), failures: [failure] };
+}
+
+/**
+ * Add generation-level failures found outside the identity comparison (the
+ * live generation behind the log, a truncated topic), first: they say why the
+ * identities differ. Any failure fails the report.
+ */
+export function withFailures(report: VerifyReport, failures: readonly VerifyFailure[]): VerifyReport {
+  return failures.length === 0 ? report : { ...report, ok: false, failures: [...failures, ...report.failures] };
+}
+
+/** One `behind_log` failure per partition the live generation's mark is behind the rebuild's target. */
+export function coverageFailures(coverage: VerifyCoverage): VerifyFailure[] {
+  return behindDetails(coverage).map((detail) => ({ reason: "behind_log", detail }));
 }
 
 /** Partitions (`<topic>:<partition>`) whose record at offset 0 differs between the two generations: they folded different logs. */
@@ -158,7 +199,7 @@ export async function differingOrigins(store: RedisStore, live: number, rebuilt:
 
 type Comparison =
   | { status: "equal" | "only_in_live" | "only_in_rebuilt" }
-  | { status: "watermarks_differ"; detail: string }
+  | { status: "watermarks_differ" | "behind_in_live"; detail: string }
   | { status: "bytes_differ"; live: string | null; rebuilt: string | null };
 
 /** One identity: on both sides, with equal watermarks, then the packets (each read once). */
@@ -166,7 +207,7 @@ async function compareIdentity(store: RedisStore, live: number, rebuilt: number,
   if (!inLive || !inRebuilt) return { status: inLive ? "only_in_live" : "only_in_rebuilt" };
   const [a, b] = await Promise.all([store.meta(live, id), store.meta(rebuilt, id)]);
   const [wa, wb] = [watermarks(a), watermarks(b)];
-  if (wa !== wb) return { status: "watermarks_differ", detail: `live ${wa || "none"}; rebuilt ${wb || "none"}` };
+  if (shown(wa) !== shown(wb)) return { status: liveBehind(wa, wb) ? "behind_in_live" : "watermarks_differ", detail: `live ${shown(wa) || "none"}; rebuilt ${shown(wb) || "none"}` };
   const [pa, pb] = await Promise.all([store.read(live, id), store.read(rebuilt, id)]);
   return pa === null || pb === null || pa !== pb ? { status: "bytes_differ", live: pa, rebuilt: pb } : { status: "equal" };
 }
@@ -205,7 +246,9 @@ export async function verifyGenerations(store: RedisStore, live: number, rebuilt
           details?.record({ identity, status: r.status });
           return;
         case "watermarks_differ":
+        case "behind_in_live":
           report.notComparable++;
+          if (r.status === "behind_in_live") report.behindInLive++;
           if (listed) report.failures.push({ reason: r.status, identity, detail: r.detail });
           details?.record({ identity, status: r.status, detail: r.detail });
           return;
@@ -223,6 +266,7 @@ export async function verifyGenerations(store: RedisStore, live: number, rebuilt
       }
     });
   }
+  report.missingInLive = report.onlyInRebuilt + report.behindInLive;
   report.ok = report.failures.length === 0 && report.mismatches === 0 && report.notComparable === 0;
   return report;
 }

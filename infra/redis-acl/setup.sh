@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Create (or reset) mufold's two least-privilege Redis ACL users for one key
-# prefix, with the rules of roles.acl (see docs/security.md).
+# Create (or reset) mufold's three least-privilege Redis ACL users for one key
+# prefix, with the rules of roles.acl (see docs/security.md): the fold, the
+# replay (the fold's rules and SCAN, for `mufold replay --promote`) and the reader.
 #
 #   infra/redis-acl/setup.sh PREFIX [--cluster] [--print] [-- redis-cli connection options]
 #
-#   MUFOLD_FOLD_USER / MUFOLD_READER_USER          user names (mufold-fold / mufold-reader)
-#   MUFOLD_FOLD_PASSWORD / MUFOLD_READER_PASSWORD  their passwords (required unless --print);
-#                                                  sent as SHA-256 (#…), never in clear
+#   MUFOLD_FOLD_USER / MUFOLD_REPLAY_USER / MUFOLD_READER_USER
+#                      user names (mufold-fold / mufold-replay / mufold-reader)
+#   MUFOLD_FOLD_PASSWORD / MUFOLD_REPLAY_PASSWORD / MUFOLD_READER_PASSWORD
+#                      their passwords (required unless --print); sent as SHA-256 (#…), never in clear
 #   --cluster   add the rules a Redis Cluster client needs (run once per node: ACLs are per node)
 #   --print     print the ACL SETUSER lines instead of running them
 #
@@ -46,17 +48,20 @@ if [[ $print -eq 0 ]]; then
   if (( major > 7 || (major == 7 && minor >= 2) )); then extra+=" $(rules redis-7.2)"; fi
 fi
 
-for role in fold reader; do
-  if [[ $role == fold ]]; then user="${MUFOLD_FOLD_USER:-mufold-fold}" password="${MUFOLD_FOLD_PASSWORD:-}"
-  else user="${MUFOLD_READER_USER:-mufold-reader}" password="${MUFOLD_READER_PASSWORD:-}"; fi
+for role in fold replay reader; do
+  case $role in
+    fold) user="${MUFOLD_FOLD_USER:-mufold-fold}" password="${MUFOLD_FOLD_PASSWORD:-}" own="$(rules fold)" ;;
+    replay) user="${MUFOLD_REPLAY_USER:-mufold-replay}" password="${MUFOLD_REPLAY_PASSWORD:-}" own="$(rules fold) $(rules replay)" ;;
+    reader) user="${MUFOLD_READER_USER:-mufold-reader}" password="${MUFOLD_READER_PASSWORD:-}" own="$(rules reader)" ;;
+  esac
   if [[ $print -eq 1 ]]; then
-    echo "ACL SETUSER $user reset on #<sha256 of the $role password> $(rules $role)$extra"
+    echo "ACL SETUSER $user reset on #<sha256 of the $role password> $own$extra"
     continue
   fi
   [[ -n "$password" ]] || { echo "setup.sh: set MUFOLD_$(tr a-z A-Z <<<"$role")_PASSWORD" >&2; exit 2; }
   hash="$(printf '%s' "$password" | sha256sum | cut -d' ' -f1)"
-  # shellcheck disable=SC2046 # the rules are words
-  reply="$(redis-cli "$@" ACL SETUSER "$user" reset on "#$hash" $(rules $role) $extra)"
+  # shellcheck disable=SC2086 # the rules are words
+  reply="$(redis-cli "$@" ACL SETUSER "$user" reset on "#$hash" $own $extra)"
   [[ "$reply" == "OK" ]] || { echo "setup.sh: ACL SETUSER $user: $reply" >&2; exit 1; }
   echo "user $user ($role, prefix $prefix): OK"
 done

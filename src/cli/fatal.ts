@@ -3,10 +3,12 @@
  * the commands that log JSON) and an exit code.
  *
  *   2    usage or settings error, credentials refused, nothing to work on
- *   1    Kafka or Redis unreachable at start, or an unexpected error
+ *   1    Kafka or Redis unreachable at start (or, producing, past the Kafka
+ *        retry budget), or an unexpected error
  *   141  standard output closed by its reader (quiet)
  */
 import { KafkaUnavailableError } from "../adapters/kafka/client.js";
+import { isSaslAuthFailure } from "../adapters/kafka/errors.js";
 import { RedisUnavailableError } from "../adapters/redis/connect.js";
 import { MufoldError } from "../errors.js";
 import { fatalLine } from "../observability/log.js";
@@ -15,6 +17,8 @@ import { ClosedPipeError, EXIT_CLOSED_PIPE } from "./io.js";
 
 export function exitCodeOf(err: unknown): number {
   if (err instanceof ClosedPipeError) return EXIT_CLOSED_PIPE;
+  // Refused Kafka credentials are a configuration error wherever kafkajs raised them, as refused Redis ones are.
+  if (isSaslAuthFailure(err)) return 2;
   if (err instanceof RedisUnavailableError || err instanceof KafkaUnavailableError) return 1;
   if (err instanceof MufoldError) return 2;
   return 1;

@@ -9,6 +9,8 @@ import { startHttpServer } from "../http/server.js";
 import { FoldWorker } from "../../consumers/fold-worker.js";
 import { commandFlags } from "./command.js";
 import { preflight } from "./preflight.js";
+import { fatalMessage } from "./fatal.js";
+import { fatalLine } from "../observability/log.js";
 import { redisReadiness } from "./serve.js";
 import { FOLD } from "./specs.js";
 import { listenAddress } from "./values.js";
@@ -54,7 +56,11 @@ export async function foldCommand(args: string[]): Promise<number> {
     };
     process.on("SIGTERM", onSignal);
     process.on("SIGINT", onSignal);
-    // A consumer that stopped on a non-retriable error ends the process, so a supervisor restarts it.
-    void worker.crashed.then(() => stop(1));
+    // A consumer that stopped on a non-retriable error ends the process, so a supervisor restarts it; one fatal
+    // line says why (a recreated topic, another reducer version, an outage past the tolerance, ...).
+    void worker.crashed.then((error) => {
+      process.stderr.write(fatalLine(`the fold stops: ${fatalMessage(error)}`, { service: "mufold", command: "fold", exitCode: 1 }));
+      stop(1);
+    });
   });
 }

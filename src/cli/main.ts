@@ -10,7 +10,8 @@ import { readCommand } from "./read.js";
 import { REWARD_MEMORY_COMMANDS, REWARD_MEMORY_USAGE } from "./reward-memory.js";
 import { serveCommand } from "./serve.js";
 import { setupCommand } from "./setup.js";
-import { DEMO, FOLD, MAIN_USAGE, PRODUCE, READ, REPLAY, SERVE, SETUP, SIMULATE, CONFIG_EXPLAIN } from "./specs.js";
+import { DEMO, FOLD, MAIN_USAGE, PRODUCE, READ, REPLAY, SERVE, SETUP, SIMULATE, STATUS, CONFIG_EXPLAIN } from "./specs.js";
+import { statusCommand } from "./status.js";
 import { produceCommand, replayCommand, simulateCommand } from "./stream-commands.js";
 import { packageVersion } from "./version.js";
 
@@ -22,6 +23,7 @@ const COMMANDS: Record<string, Command> = {
   fold: foldCommand,
   read: readCommand,
   replay: replayCommand,
+  status: statusCommand,
   serve: serveCommand,
   setup: setupCommand,
   demo: demoCommand,
@@ -40,6 +42,7 @@ const USAGES: Record<string, string> = {
   fold: FOLD.usage,
   read: READ.usage,
   replay: REPLAY.usage,
+  status: STATUS.usage,
   serve: SERVE.usage,
   setup: SETUP.usage,
   demo: DEMO.usage,

@@ -120,12 +120,18 @@ identity. ${EXITS_CONNECTING}`,
 
 export const REPLAY = streamSpec(
   "replay",
-  "[--verify [--report FILE.html]] [--promote] [--keep-shadow] [--drop-after SECONDS] [--change-reducer-version] [--workers N] [--chunk-bytes BYTES] ",
+  "[--verify [--to-end] [--report FILE.html]] [--promote] [--keep-shadow] [--drop-after SECONDS] [--change-reducer-version] [--workers N] [--chunk-bytes BYTES] ",
   `
 Rebuild every projection from offset 0 into a shadow generation. Prints a
 JSON summary on stdout, a progress bar on a terminal, JSON log lines on stderr.
 
-  --verify              compare the rebuilt projections with the live ones
+  --verify              compare the rebuilt projections with the live ones: the
+                        rebuild reads every partition to the live generation's
+                        mark or the fold group's committed offset, whichever is
+                        further; a live mark behind that is behind_log (the
+                        records it lacks, per partition) and never verifies
+  --to-end              with --verify: hold the live generation to the log's end
+                        (as the replay starts), not only to what was committed
   --report FILE.html    with --verify: also write a self-contained page (summary,
                         each identity's status, the first differing bytes of
                         every mismatch) when the replay finishes
@@ -143,10 +149,33 @@ JSON summary on stdout, a progress bar on a terminal, JSON log lines on stderr.
                         65536) [8388608]
 
 Exit 0 when nothing differs (with --verify: every identity compared and
-equal), 1 otherwise or when Kafka or Redis cannot be reached at start, 2 for a
+equal, and no partition behind_log), 1 otherwise or when Kafka or Redis cannot be reached at start, 2 for a
 usage or settings error or a topic that does not exist.`,
   // internal-worker (undocumented): how --workers starts its worker processes (IPC only).
-  { verify: bool, report: str, promote: bool, "keep-shadow": bool, "drop-after": str, "change-reducer-version": bool, workers: str, "chunk-bytes": str, "internal-worker": bool },
+  { verify: bool, "to-end": bool, report: str, promote: bool, "keep-shadow": bool, "drop-after": str, "change-reducer-version": bool, workers: str, "chunk-bytes": str, "internal-worker": bool },
+);
+
+export const STATUS = streamSpec(
+  "status",
+  "[--json] ",
+  `
+Report what the live generation holds: its number and reducer version, each
+partition's mark (next offset folded) against the fold group's committed
+offset and the log's end, behind_log (committed − mark, when the mark is
+behind) and lag (end − mark), the replays being built, whether the Redis
+function libraries are loaded, and a verdict with its cause:
+
+  waiting_for_setup  the function libraries (or the topic) are missing: run mufold setup
+  rebuilding         no live generation, or one without marks while the group
+                     has committed offsets: the projections are rebuilt from offset 0
+  behind_log         a mark is behind the group's committed offset: Redis went
+                     back in time, or the group's offsets were moved past it
+  ready              every mark is at or past the committed offset
+
+  --json   one JSON object instead of the table
+
+Exit 0 whatever the verdict (it reports). ${EXITS_CONNECTING}`,
+  { json: bool },
 );
 
 export const SERVE = streamSpec(
@@ -269,8 +298,9 @@ export const MAIN_USAGE = `usage: mufold <command> [flags]    (mufold <command> 
                           fold the topic into Redis until SIGTERM/SIGINT
   mufold read (--identity mur_… | --agent A --project P --corpus C --surface S --retrieval R --policy P | --list) [--validate]
                           print one packet
-  mufold replay [--verify] [--promote] [--keep-shadow] [--drop-after SECONDS] [--workers N]
+  mufold replay [--verify [--to-end]] [--promote] [--keep-shadow] [--drop-after SECONDS] [--workers N]
                           rebuild every projection from offset 0
+  mufold status [--json]  the live generation's marks against the group's offsets and the log, and a verdict
   mufold serve [--port 8080] [--host 127.0.0.1]
                           the read-only HTTP API, /metrics, /healthz, /readyz
   mufold setup [--skip-topics]

@@ -114,6 +114,7 @@ export async function replayCommand(args: string[]): Promise<number> {
   const chunkBytes = intFlag(values["chunk-bytes"], "chunk-bytes", DEFAULT_CHUNK_BYTES, { min: 65_536 });
   const reportPath = stringFlag(values, "report");
   if (reportPath !== undefined) checkReportPath(reportPath, values.verify === true);
+  if (values["to-end"] === true && values.verify !== true) throw new UsageError("--to-end needs --verify: it says how far the live generation must reach (a replay without --verify always reads to the end)");
   const details = reportPath === undefined ? undefined : new VerifyDetails();
   const startedAt = new Date();
   const log = createLogger({ service: "mufold" });
@@ -130,6 +131,7 @@ export async function replayCommand(args: string[]): Promise<number> {
       settings,
       {
         verify: values.verify === true,
+        toEnd: values["to-end"] === true,
         promote: values.promote === true,
         keepShadow: values["keep-shadow"] === true,
         dropAfterSeconds,
@@ -151,7 +153,7 @@ export async function replayCommand(args: string[]): Promise<number> {
     writeFileSync(reportPath, verifyReportHtml({ summary, details: details!, topic: settings.topic, prefix: settings.prefix, startedAt, finishedAt: new Date() }));
   }
   await writeOut(canonicalJson(JSON.parse(JSON.stringify(summary))) + "\n");
-  // With --verify the exit code is the verdict: 0 only when every identity was compared and found equal.
+  // With --verify the exit code is the verdict: 0 only when every identity was compared and found equal and no live mark is behind.
   return summary.verified === false || summary.mismatches > 0 ? 1 : 0;
 }
 

@@ -3,10 +3,12 @@
  * observation, keyed by scope, its value the canonical JSON of the normalized
  * observation, with the schema headers; idempotent, acks=all, zstd
  * (ReliableProducer). `mufold produce` and `mufold simulate` send through here.
+ * A broker outage is ridden out within the Kafka retry budget; past it, a step
+ * fails with one line (typedProducerStep), never with kafkajs's own error.
  */
 import { canonicalJson, observationToPy, validateObservation, type Observation } from "../core/index.js";
-import { createKafka, kafkaClientSettings } from "../adapters/kafka/client.js";
-import { ReliableProducer, type OutMessage } from "../adapters/kafka/producer.js";
+import { createKafka, kafkaClientSettings, type Kafka } from "../adapters/kafka/client.js";
+import { ReliableProducer, typedProducerStep, type OutMessage } from "../adapters/kafka/producer.js";
 import { ensureTopics, topicSpec } from "../adapters/kafka/topics.js";
 import type { Settings } from "../config/settings.js";
 import { dlqTopic } from "../fold/dead-letter.js";
@@ -34,20 +36,27 @@ export function observationRecord(obs: Observation): ObservationRecord {
 
 const BATCH = 500;
 
-/** A connected sender: ensures the topic and its DLQ once, then sends in batches. */
-export async function openSender(settings: Settings): Promise<{ send(messages: readonly OutMessage[]): Promise<void>; close(): Promise<void> }> {
-  const kafka = createKafka(kafkaClientSettings(settings, "-producer"));
-  const admin = kafka.admin();
-  await admin.connect();
+/**
+ * A connected sender: ensures the topic and its DLQ once, then sends in
+ * batches. Each step that finds Kafka unreachable past the retry budget fails
+ * with a KafkaUnavailableError (refused credentials: KafkaAuthError).
+ * `kafka`: the client to use (default: one of its own from the settings,
+ * whose retry budget it is anyway).
+ */
+export async function openSender(settings: Settings, kafka?: Kafka): Promise<{ send(messages: readonly OutMessage[]): Promise<void>; close(): Promise<void> }> {
+  const client = kafkaClientSettings(settings, "-producer");
+  const k = kafka ?? createKafka(client);
+  const admin = k.admin();
+  await typedProducerStep(client, () => admin.connect());
   try {
-    await ensureTopics(admin, [topicSpec(settings, settings.topic), topicSpec(settings, dlqTopic(settings.topic))]);
+    await typedProducerStep(client, () => ensureTopics(admin, [topicSpec(settings, settings.topic), topicSpec(settings, dlqTopic(settings.topic))]));
   } finally {
     await admin.disconnect();
   }
-  const producer = await ReliableProducer.connect(kafka);
+  const producer = await typedProducerStep(client, () => ReliableProducer.connect(k));
   return {
     send: async (messages) => {
-      for (let i = 0; i < messages.length; i += BATCH) await producer.send(settings.topic, messages.slice(i, i + BATCH));
+      for (let i = 0; i < messages.length; i += BATCH) await typedProducerStep(client, () => producer.send(settings.topic, messages.slice(i, i + BATCH)));
     },
     close: () => producer.disconnect(),
   };
@@ -69,7 +78,14 @@ export class ObservationProducer {
     readonly topic: string,
   ) {}
 
-  /** Connect to Kafka and create the topic and its DLQ if they are missing (needs the right to create topics then). */
+  /**
+   * Connect to Kafka and create the topic and its DLQ if they are missing
+   * (needs the right to create topics then). A broker outage is ridden out
+   * within the Kafka retry budget (MUFOLD_KAFKA_RETRIES and its backoff
+   * settings, about 21 s by default); past it this throws a retriable
+   * MufoldError naming the brokers and how long they were unreachable, and
+   * refused SASL credentials a non-retriable one.
+   */
   static async connect(options: ClientOptions = {}): Promise<ObservationProducer> {
     const settings = settingsOf(options);
     return new ObservationProducer(await openSender(settings), settings.topic);
@@ -78,6 +94,7 @@ export class ObservationProducer {
   /**
    * Validate every observation, then send them all (acks=all). An invalid one
    * throws ObservationValidationError before anything of the call is sent.
+   * Kafka unreachable past the retry budget: as `connect`.
    */
   async publish(observations: readonly Observation[]): Promise<void> {
     const records = observations.map((o) => observationRecord(validateObservation(observationToPy(o))));

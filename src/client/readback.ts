@@ -79,10 +79,17 @@ export class ProjectionReader {
     this.store = new RedisStore(redis, prefix);
   }
 
-  /** Connect with a reader's connection (options, else the environment, else the defaults); `close()` ends it. */
+  /**
+   * Connect with a reader's connection (options, else the environment, else
+   * the defaults); `close()` ends it. Fails with a retriable MufoldError naming
+   * the endpoint at once when the port refuses the connection (nothing listens
+   * there: the caller decides when to try again), else when Redis stays silent
+   * for MUFOLD_CONNECT_TIMEOUT_MS; with a non-retriable one when Redis refuses
+   * the credentials.
+   */
   static async connect(options: ClientOptions = {}): Promise<ProjectionReader> {
     const settings = settingsOf(options);
-    const redis = await openRedis(readerClientSettings(settings), settings.connectTimeoutMs);
+    const redis = await openRedis(readerClientSettings(settings), settings.connectTimeoutMs, { refusedIsFinal: true });
     const reader = new ProjectionReader(redis, settings.prefix, settings.reducerVersion);
     reader.owned = true;
     return reader;

@@ -14,7 +14,7 @@ import type { ReducerContext } from "../core/index.js";
 import type { PartsView } from "../core/packet-parts.js";
 import { expandTokens } from "../core/compact-json.js";
 import { IdentityModel, type ChangeNote, type Delivery } from "./identity-model.js";
-import { StaleVersionError, type IdentityStore } from "./identity-store.js";
+import { StaleVersionError, type IdentityStore, type PositionGuard } from "./identity-store.js";
 
 export interface IdentityBatch {
   identity: string;
@@ -205,10 +205,10 @@ export class IdentityApplier {
    * partitions at once may share identities): the second finds the first's
    * model in the cache instead of racing it to a stale version.
    */
-  async applyIdentity(generation: number, batch: IdentityBatch, stats: ApplyStats): Promise<void> {
+  async applyIdentity(generation: number, batch: IdentityBatch, stats: ApplyStats, guard?: PositionGuard): Promise<void> {
     const key = `${generation}:${batch.identity}`;
     const before = this.turns.get(key);
-    const mine = (before ?? Promise.resolve()).then(() => this.applyOnce(key, generation, batch, stats));
+    const mine = (before ?? Promise.resolve()).then(() => this.applyOnce(key, generation, batch, stats, guard));
     const settled = mine.then(
       () => undefined,
       () => undefined,
@@ -221,7 +221,7 @@ export class IdentityApplier {
     }
   }
 
-  private async applyOnce(key: string, generation: number, batch: IdentityBatch, stats: ApplyStats): Promise<void> {
+  private async applyOnce(key: string, generation: number, batch: IdentityBatch, stats: ApplyStats, guard: PositionGuard | undefined): Promise<void> {
     let model = this.take(key); // a model is trusted again only after its writes land
     for (let attempt = 1; ; attempt++) {
       model ??= await this.load(generation, batch);
@@ -236,7 +236,7 @@ export class IdentityApplier {
         return;
       }
       try {
-        const version = await this.store.apply(generation, batch.identity, stored, plan.watermarks, plan.ops);
+        const version = await this.store.apply(generation, batch.identity, stored, plan.watermarks, plan.ops, guard);
         if (repeat !== null) stats.changes.push(repeat);
         if (plan.change !== null) stats.changes.push(feedChange(batch.identity, version, plan.change, plan.nextParts, false));
         model.committed(plan, version);
@@ -282,23 +282,24 @@ export class IdentityApplier {
    * Apply waves of records one after another, each decided (`decide`) only once the wave before it is written:
    * the live fold's batch cut by keyWaves, so that only one wave's decided observations are alive at a time
    * (batch-router.ts, DECIDE_WAVE_RECORDS). Each wave is applied as applyAll applies a batch; the stats are
-   * summed, changes in apply order. A failed wave fails the call and no later wave is decided.
+   * summed, changes in apply order. A failed wave fails the call and no later wave is decided. The `guard`
+   * (the live fold's) goes with every apply: see PositionGuard.
    */
-  async applyInWaves<W>(generation: number, waves: Iterable<W>, decide: (wave: W) => readonly IdentityBatch[]): Promise<ApplyStats> {
+  async applyInWaves<W>(generation: number, waves: Iterable<W>, decide: (wave: W) => readonly IdentityBatch[], guard?: PositionGuard): Promise<ApplyStats> {
     const stats = emptyApplyStats(0);
     for (const wave of waves) {
       const batches = decide(wave);
-      if (batches.length > 0) addApplyStats(stats, await this.applyAll(generation, batches));
+      if (batches.length > 0) addApplyStats(stats, await this.applyAll(generation, batches, guard));
     }
     return stats;
   }
 
   /** Apply every identity of a batch, up to `inFlight` at once (Redis pipelines the calls). */
-  async applyAll(generation: number, batches: readonly IdentityBatch[]): Promise<ApplyStats> {
+  async applyAll(generation: number, batches: readonly IdentityBatch[], guard?: PositionGuard): Promise<ApplyStats> {
     const stats = emptyApplyStats(batches.length);
     // Index first (idempotent): a crash after an apply must not leave an identity unlisted.
     await this.store.addToIndex(generation, batches.map((b) => b.identity));
-    await this.eachInSlots(batches, (b) => this.applyIdentity(generation, b, stats));
+    await this.eachInSlots(batches, (b) => this.applyIdentity(generation, b, stats, guard));
     return stats;
   }
 

@@ -43,6 +43,36 @@ export class StateLostError extends MufoldError {
   }
 }
 
+/**
+ * Where the batch being applied starts: the live fold names it, so that the write happens only while the
+ * generation is live and its mark for the partition (the next offset it has folded) is at or past `from`.
+ * The position lives with the state: a batch that starts past the mark would fold on top of a state that
+ * lacks the records before it.
+ */
+export interface PositionGuard {
+  /** `<topic>:<partition>`, as the marks name it. */
+  partition: string;
+  /** The offset the batch was fetched from. */
+  from: bigint;
+}
+
+/** The guard refused an apply before anything was written: the store's position contradicts the batch. */
+export class PositionContradictedError extends MufoldError {
+  constructor(
+    readonly reason: "not_live" | "behind",
+    readonly generation: number,
+    readonly partition: string,
+    readonly from: bigint,
+  ) {
+    super(
+      reason === "not_live"
+        ? `generation ${generation} is no longer the live one; nothing of the batch from ${partition}@${from} was written`
+        : `the live generation ${generation} has not folded ${partition} up to ${from} (Redis went back in time); nothing of the batch was written`,
+      { retriable: true },
+    );
+  }
+}
+
 export interface IdentityStore {
   /** The meta hash, delivery records and history fragments of one identity; all empty for an identity never written. */
   load(generation: number, identity: string): Promise<StoredIdentity>;
@@ -54,10 +84,15 @@ export interface IdentityStore {
    * must commute (`opRuns`, src/fold/delta.ts: they run grouped by opcode and
    * part); ops that do not are refused before anything is written.
    *
+   * With a `guard`, the same call first checks that `generation` is live and its mark for the guard's
+   * partition is at or past the guard's offset (a store that cannot check it atomically, a Redis Cluster,
+   * does not; docs/operations.md).
+   *
    * @throws StaleVersionError the stored version differs (it carries the stored one).
    * @throws StateLostError a version above 0 was expected but the identity has no version.
+   * @throws PositionContradictedError the guard failed; nothing was written.
    */
-  apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: readonly PartOp[]): Promise<number>;
+  apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: readonly PartOp[], guard?: PositionGuard): Promise<number>;
 
   /** List identities in the generation's index (idempotent). */
   addToIndex(generation: number, identities: readonly string[]): Promise<void>;

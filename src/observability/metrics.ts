@@ -53,6 +53,10 @@ export interface FoldMetrics {
   readonly identityCacheBytes: Gauge;
   /** `mufold_partitions_parked{topic,partition}`: 1 for each partition this worker holds at a batch it cannot decode. */
   readonly partitionsParked: Gauge<"topic" | "partition">;
+  /** `mufold_behind_log_records{topic,partition,cause}`: records a partition must refold before its projections are whole again (Redis went back in time: `behind_log`; lost its generation: `rebuilding`). */
+  readonly behindLog: Gauge<"topic" | "partition" | "cause">;
+  /** `mufold_fold_state{state}`: 1 for the state the worker is in (`folding`, `behind_log`, `rebuilding`, `waiting_for_setup`), 0 for the others. */
+  readonly foldState: Gauge<"state">;
 }
 
 /** A fresh Registry, with Node's default process metrics unless turned off. */
@@ -150,6 +154,18 @@ export function createFoldMetrics(options: RegistryOptions & { registry?: Regist
       name: "mufold_partitions_parked",
       help: "Partitions held at a record batch that cannot be decoded (corrupt payload, unknown codec): 1 per parked partition.",
       labelNames: ["topic", "partition"] as const,
+      registers,
+    }),
+    behindLog: new Gauge({
+      name: "mufold_behind_log_records",
+      help: "Records a partition must refold before its projections are whole again (cause: behind_log when Redis went back in time, rebuilding when it lost the generation).",
+      labelNames: ["topic", "partition", "cause"] as const,
+      registers,
+    }),
+    foldState: new Gauge({
+      name: "mufold_fold_state",
+      help: "1 for the state the fold worker is in: folding, behind_log, rebuilding or waiting_for_setup.",
+      labelNames: ["state"] as const,
       registers,
     }),
   };

@@ -1,10 +1,12 @@
 /**
  * The least-privilege Redis ACL roles of infra/redis-acl/roles.acl (shown in
  * docs/security.md), on the real Redis: after `mufold setup` as the default
- * user (an admin) loaded the functions, the fold and a replay --promote run as
- * the fold user and produce exactly the reducer's packets; the reader user
- * reads them, without INFO, and cannot write anything; neither can leave the
- * key prefix, and the fold user can neither load nor run Lua of its own.
+ * user (an admin) loaded the functions, the fold and a replay --verify run as
+ * the fold user, a replay --promote as the replay user (the fold's rules and
+ * SCAN), and produce exactly the reducer's packets; the reader user reads
+ * them, without INFO, and cannot write anything; none can leave the key
+ * prefix, the fold user cannot list key names (SCAN, KEYS) and can neither
+ * load nor run Lua of its own, and a function it calls runs with its rights.
  * Every test creates its own users (unique names) and deletes them after.
  */
 import { createHash, randomBytes } from "node:crypto";
@@ -24,6 +26,7 @@ import { resolveSettings, type Settings } from "../../src/config/settings.js";
 import { controlKey, identityKeys, indexKey } from "../../src/fold/keys.js";
 import { ProjectionReader } from "../../src/client/readback.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, testSettings, waitCaughtUp } from "../support/pipeline.js";
+import { PrivateRedis } from "../support/private-redis.js";
 
 const ROLES_FILE = new URL("../../infra/redis-acl/roles.acl", import.meta.url);
 
@@ -53,12 +56,37 @@ async function denial(promise: Promise<unknown>): Promise<string> {
   }
 }
 
+/** The rules every user gets on this Redis besides its role's: CLIENT SETINFO on 7.2 and later. */
+async function versionRules(admin: Redis, r: Record<string, string[]>): Promise<string[]> {
+  const info = String(await admin.info("server"));
+  const [major, minor] = (/redis_version:(\d+)\.(\d+)/.exec(info) ?? []).slice(1).map(Number);
+  const newer = (major ?? 0) > 7 || ((major ?? 0) === 7 && (minor ?? 0) >= 2);
+  return newer ? r["redis-7.2"]! : [];
+}
+
+/** As docs/security.md says: reset, on, the password's SHA-256, then the rules. Deleted after the test. */
+async function createUser(admin: Redis, user: string, password: string, rules: string[]): Promise<void> {
+  cleanups.push(() => admin.call("ACL", "DELUSER", user));
+  const hash = createHash("sha256").update(password).digest("hex");
+  await admin.call("ACL", "SETUSER", user, "reset", "on", `#${hash}`, ...rules);
+}
+
+/** A Redis URL with a user's credentials. */
+function withUser(url: string, user: string, password?: string): string {
+  const u = new URL(url);
+  u.username = encodeURIComponent(user);
+  u.password = password === undefined ? "" : encodeURIComponent(password);
+  return u.toString();
+}
+
 interface AclEnv {
   admin: Redis;
   base: Settings;
   foldUser: string;
+  replayUser: string;
   readerUser: string;
   foldPassword: string;
+  replayPassword: string;
   readerPassword: string;
   /** redisUrl with a user's credentials. */
   urlFor(user: string, password?: string): string;
@@ -74,30 +102,19 @@ async function aclEnv(): Promise<AclEnv> {
     admin,
     base,
     foldUser: `mufold-test-fold-${id}`,
+    replayUser: `mufold-test-replay-${id}`,
     readerUser: `mufold-test-reader-${id}`,
     foldPassword: randomBytes(16).toString("hex"),
+    replayPassword: randomBytes(16).toString("hex"),
     readerPassword: randomBytes(16).toString("hex"),
-    urlFor(user, password) {
-      const u = new URL(base.redisUrl);
-      u.username = encodeURIComponent(user);
-      u.password = password === undefined ? "" : encodeURIComponent(password);
-      return u.toString();
-    },
+    urlFor: (user, password) => withUser(base.redisUrl, user, password),
   };
-  const info = String(await admin.info("server"));
-  const [major, minor] = (/redis_version:(\d+)\.(\d+)/.exec(info) ?? []).slice(1).map(Number);
-  const newer = (major ?? 0) > 7 || ((major ?? 0) === 7 && (minor ?? 0) >= 2);
   const r = roles(base.prefix);
-  const extra = newer ? r["redis-7.2"]! : [];
-  // As docs/security.md says: reset, on, the password's SHA-256, then the role's rules.
-  for (const [user, password, role] of [
-    [env.foldUser, env.foldPassword, "fold"],
-    [env.readerUser, env.readerPassword, "reader"],
-  ] as const) {
-    cleanups.push(() => admin.call("ACL", "DELUSER", user));
-    const hash = createHash("sha256").update(password).digest("hex");
-    await admin.call("ACL", "SETUSER", user, "reset", "on", `#${hash}`, ...r[role]!, ...extra);
-  }
+  const extra = await versionRules(admin, r);
+  await createUser(admin, env.foldUser, env.foldPassword, [...r.fold!, ...extra]);
+  // The replay user: the fold's rules and the replay's (SCAN).
+  await createUser(admin, env.replayUser, env.replayPassword, [...r.fold!, ...r.replay!, ...extra]);
+  await createUser(admin, env.readerUser, env.readerPassword, [...r.reader!, ...extra]);
   cleanups.push(() => dropPrefix(base));
   // `mufold setup` as the default user, the admin: the fold role cannot load the functions.
   await ensureSetup(base);
@@ -119,11 +136,24 @@ async function aclDenials(admin: Redis, users: string[]): Promise<Record<string,
   return entries.filter((e) => users.includes(e.username ?? "")).map((e) => ({ username: e.username!, reason: e.reason!, object: e.object! }));
 }
 
+/** Every key name SCAN finds for a pattern. */
+async function scanAll(redis: Redis, match: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, batch] = await redis.scan(cursor, "MATCH", match, "COUNT", 1000);
+    found.push(...batch);
+    cursor = next;
+  } while (cursor !== "0");
+  return found;
+}
+
 describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
-  it("the fold and a replay --promote run as the fold user; the reader user reads; writes and other prefixes are refused", async () => {
+  it("the fold and a replay --verify run as the fold user, a replay --promote as the replay user; the reader user reads; writes, other prefixes and listing key names are refused", async () => {
     const env = await aclEnv();
     const { admin, base } = env;
     const fold: Settings = { ...base, redisUrl: env.urlFor(env.foldUser, env.foldPassword) };
+    const replay: Settings = { ...base, redisUrl: env.urlFor(env.replayUser, env.replayPassword) };
     const read: Settings = { ...base, redisUrl: env.urlFor(env.readerUser, env.readerPassword) };
     const observations = workload(31);
     const expected = expectedPackets(observations);
@@ -134,12 +164,20 @@ describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
     await waitCaughtUp(fold);
     expect(comparePackets(await readAllPackets(read), expected)).toEqual({ missing: [], extra: [], different: [] });
 
-    // Replay --verify --promote as the fold user while the worker runs (it acknowledges the pause).
-    const summary = await runReplay(fold, { verify: true, promote: true, dropAfterSeconds: 0 }, quietLog);
+    // Replay --verify (no promote) as the fold user: it rebuilds, compares and drops its shadow generation without SCAN.
+    const verified = await runReplay(fold, { verify: true, promote: false }, quietLog);
+    expect(verified).toMatchObject({ promoted: false, mismatches: 0, verified: true });
+    expect(verified.verify?.compared).toBe(expected.size);
+    expect(await admin.exists(indexKey(base.prefix, verified.rebuiltGeneration!))).toBe(0);
+
+    // Replay --verify --promote as the replay user while the worker runs (it acknowledges the pause).
+    const summary = await runReplay(replay, { verify: true, promote: true, dropAfterSeconds: 0 }, quietLog);
     expect(summary).toMatchObject({ promoted: true, mismatches: 0, verified: true });
     // Generation numbers are never reused: the rebuild gets a new, higher one.
     expect(summary.rebuiltGeneration).toBeGreaterThan(summary.liveGeneration!);
     expect(summary.verify?.compared).toBe(expected.size);
+    // The old generation, found by SCAN, was dropped.
+    expect(await admin.exists(indexKey(base.prefix, summary.liveGeneration!))).toBe(0);
     await waitCaughtUp(fold);
     expect(comparePackets(await readAllPackets(read), expected)).toEqual({ missing: [], extra: [], different: [] });
     await worker.stop();
@@ -159,9 +197,9 @@ describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
     expect(warned).not.toHaveBeenCalled();
 
     // So far nothing was denied: the handshake (AUTH, the fold's INFO ready check, CLIENT SETINFO on 7.2+), the fold's
-    // start checks (FUNCTION LIST, INFO memory and persistence) and every command of the fold, the replay and the reader
-    // are in the roles.
-    expect(await aclDenials(admin, [env.foldUser, env.readerUser])).toEqual([]);
+    // start checks (FUNCTION LIST, INFO memory and persistence) and every command of the fold, the replays and the reader
+    // are in the roles; the fold's has no SCAN, so neither the fold nor a replay without --promote sent one.
+    expect(await aclDenials(admin, [env.foldUser, env.replayUser, env.readerUser])).toEqual([]);
 
     // Every write attempt of the reader fails with NOPERM, and changes nothing.
     const keys = identityKeys(base.prefix, 2, identity);
@@ -197,7 +235,11 @@ describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
       [`FCALL ${APPLY_FUNCTION} on keys outside the prefix`, writer.call("FCALL", APPLY_FUNCTION, outside.length, ...outside, "0", "0")],
       ["FCALL_RO on keys outside the prefix", writer.call("FCALL_RO", "mufold_read_v1", outside.length, ...outside)],
       ["SET (not a command mufold uses)", writer.set(`${base.prefix}:x`, "y")],
+      // No listing of key names: SCAN and KEYS show every key of the database, whatever the pattern.
       ["KEYS", writer.keys("*")],
+      ["KEYS in its prefix", writer.keys(`${base.prefix}:*`)],
+      ["SCAN", writer.scan("0")],
+      ["SCAN MATCH in its prefix", writer.scan("0", "MATCH", `${base.prefix}:*`, "COUNT", 1000)],
       ["FLUSHALL", writer.flushall()],
       ["CONFIG GET", writer.call("CONFIG", "GET", "requirepass")],
       ["ACL SETUSER", writer.call("ACL", "SETUSER", env.foldUser, "+@all")],
@@ -215,8 +257,58 @@ describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
     expect(await admin.exists(...outside, `not-${base.prefix}:x`)).toBe(0);
     expect(((await admin.call("FUNCTION", "LIST", "LIBRARYNAME", "spin")) as unknown[]).length).toBe(0);
 
+    // Why the fold has no SCAN: the replay user's, with its key pattern, still lists another tenant's key names.
+    const foreign = `other-tenant-${randomBytes(4).toString("hex")}:customer:42`;
+    cleanups.push(() => admin.del(foreign));
+    await admin.set(foreign, "x");
+    const scanner = new Redis(replay.redisUrl);
+    cleanups.push(() => scanner.quit());
+    expect(await scanAll(scanner, `${foreign.split(":")[0]}:*`)).toEqual([foreign]);
+
     // Nothing changed.
     expect(comparePackets(await readAllPackets(read), expected)).toEqual({ missing: [], extra: [], different: [] });
+  });
+
+  it("a function the fold user calls runs with the fold user's rights: the role's keys and commands are the boundary", async () => {
+    // A Redis of this test's own: the probe library must not sit beside mufold's on the shared one.
+    const server = await PrivateRedis.start();
+    cleanups.push(() => server.remove());
+    const admin = new Redis(server.url);
+    cleanups.push(() => admin.quit());
+    const prefix = `mufold-test:${randomBytes(4).toString("hex")}`;
+    const r = roles(prefix);
+    const user = `mufold-test-fold-${randomBytes(4).toString("hex")}`;
+    const password = randomBytes(16).toString("hex");
+    await createUser(admin, user, password, [...r.fold!, ...(await versionRules(admin, r))]);
+    // Loaded by the admin, as `mufold setup` loads mufold's: a write to a key named in ARGV (not declared), and a SCAN.
+    await admin.call(
+      "FUNCTION",
+      "LOAD",
+      "REPLACE",
+      [
+        "#!lua name=acl_probe",
+        "redis.register_function('acl_probe_hset', function(keys, args) return redis.call('HSET', args[1], 'f', 'v') end)",
+        "redis.register_function('acl_probe_scan', function(keys, args) return redis.call('SCAN', '0') end)",
+      ].join("\n"),
+    );
+    const fold = new Redis(withUser(server.url, user, password));
+    cleanups.push(() => fold.quit());
+    const declared = `${prefix}:probe`;
+
+    expect(await fold.call("FCALL", "acl_probe_hset", 1, declared, `${prefix}:inside`)).toBe(1);
+    expect(await denial(fold.call("FCALL", "acl_probe_hset", 1, declared, `not-${prefix}:outside`))).toMatch(/can't access at least one of the keys|No permissions to access a key/);
+    expect(await denial(fold.call("FCALL", "acl_probe_scan", 0))).toMatch(/can't run this command or subcommand|no permissions to run the 'scan' command/);
+    expect(await admin.exists(`${prefix}:inside`, `not-${prefix}:outside`)).toBe(1);
+    expect(await admin.exists(`not-${prefix}:outside`)).toBe(0);
+    // Redis logged both refusals as the fold user's, from inside the function.
+    const log = (await admin.call("ACL", "LOG")) as unknown[][];
+    const entries = log.map((flat) => Object.fromEntries(Array.from({ length: flat.length / 2 }, (_, i) => [String(flat[2 * i]), String(flat[2 * i + 1])])));
+    expect(entries.map((e) => [e.username, e.context, e.reason, e.object]).sort()).toEqual([
+      [user, "lua", "command", "scan"],
+      [user, "lua", "key", `not-${prefix}:outside`],
+    ]);
+    // The same call by the admin writes the outside key: the refusal was the caller's ACL, not the function.
+    expect(await admin.call("FCALL", "acl_probe_hset", 1, declared, `not-${prefix}:outside`)).toBe(1);
   });
 
   it("a password from REDIS_PASSWORD_FILE with the user in REDIS_URL connects as that user", async () => {

@@ -1,4 +1,4 @@
-import { waitFor } from "../support/wait.js";
+import { until, waitFor } from "../support/wait.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import kafkajs from "kafkajs";
@@ -135,13 +135,24 @@ describe("fold on a real broker and a real Redis", () => {
     cleanups.push(() => redis.quit());
     const versionsBefore = await redis.keys(`${settings.prefix}:*:m`).then((ks) => Promise.all(ks.sort().map((k) => redis.hget(k, "v"))));
 
-    // Crash before commit, seen from Kafka: the group's offsets go back to 0.
+    // The group's offsets moved back by an operator: the marks say what is folded, so nothing is fetched again.
     const kafka = createKafka({ brokers: settings.brokers, clientId: "mufold-test" });
     const admin = kafka.admin();
     await admin.connect();
     await admin.resetOffsets({ groupId: settings.group, topic: settings.topic, earliest: true });
-    await admin.disconnect();
+    const reset = await startFold(settings);
+    await waitCaughtUp(settings); // the marks are committed as progress
+    expect(reset.counters.consumed).toBe(0);
+    await reset.stop();
+    cleanups.pop();
 
+    // A crash after the applies and before the seal: Redis has the records but not the marks. Everything is fetched
+    // again from the log start and skipped by the identities' watermarks.
+    const marks = Object.keys(await redis.hgetall(`${settings.prefix}:control`)).filter((f) => f.startsWith("mark:"));
+    expect(marks.length).toBeGreaterThan(0);
+    await redis.hdel(`${settings.prefix}:control`, ...marks);
+    await admin.resetOffsets({ groupId: settings.group, topic: settings.topic, earliest: true });
+    await admin.disconnect();
     const second = await startFold(settings);
     await waitCaughtUp(settings);
     expect(second.counters.consumed).toBe(observations.length);
@@ -304,22 +315,29 @@ describe("fold on a real broker and a real Redis", () => {
     expect(metrics).toMatch(new RegExp(`^mufold_identity_cache_bytes ${estimate}$`, "m"));
     const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: "ready", checks: { redis: "ok", kafka: "ok", group: "ok", outage: "ok", parked: "ok" } });
+    expect(await ready.json()).toEqual({ status: "ready", checks: { redis: "ok", kafka: "ok", group: "ok", outage: "ok", position: "ok", parked: "ok" } });
+    expect(metrics).toMatch(/^mufold_fold_state\{state="folding"\} 1$/m);
+    expect(metrics).toMatch(/^mufold_fold_state\{state="behind_log"\} 0$/m);
     const [identity, packet] = [...expectedPackets(observations)][0]!;
     const res = await fetch(`http://127.0.0.1:${port}/v1/projections/${identity}`);
     expect(res.status).toBe(200);
     expect(await res.text()).toBe(packet);
   });
 
-  it("refuses to start when Redis lost the generation but the group has committed offsets", async () => {
+  it("Redis lost the generation while the fold was stopped: the next fold rebuilds it from the log start by itself", async () => {
     const settings = testSettings();
     cleanups.push(() => dropPrefix(settings));
-    await produce(settings, workload(16, 2, 5).map(observationMessage));
+    const observations = workload(16, 2, 5);
+    await produce(settings, observations.map(observationMessage));
     const worker = await startFold(settings);
     await waitCaughtUp(settings);
     await worker.stop();
     cleanups.pop();
     await dropPrefix(settings);
-    await expect(FoldWorker.start(settings, quietLog)).rejects.toThrow(/replay --promote/);
+    const again = await startFold(settings);
+    await until("the projections rebuilt", async () => comparePackets(await readAllPackets(settings), expectedPackets(observations)).missing.length === 0);
+    await until("every partition whole again", () => again.state === "folding");
+    await expectExact(settings, observations);
+    expect(again.counters.applied).toBe(observations.length);
   });
 });

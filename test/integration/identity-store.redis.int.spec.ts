@@ -18,5 +18,15 @@ afterAll(async () => {
   await redis.quit();
 });
 
-identityStoreContract("redis", () => new RedisStore(redis, `${settings.prefix}:${++stores}`));
+identityStoreContract(
+  "redis",
+  () => new RedisStore(redis, `${settings.prefix}:${++stores}`),
+  (store) => {
+    const control = store as RedisStore;
+    return {
+      live: async () => (await control.initGeneration(settings.reducerVersion)).generation,
+      seal: (generation, partition, next) => control.seal(generation, "live", new Map([[partition, next]])),
+    };
+  },
+);
 

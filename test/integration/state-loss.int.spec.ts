@@ -1,7 +1,7 @@
 /**
  * Lose nothing when the world under the fold changes: Redis emptied while a
- * batch is in flight, the documented recovery with a running fold, and a
- * topic deleted and recreated under the same name. Each test uses its own
+ * batch is in flight or while idle, a brand-new empty Redis, and a topic
+ * deleted and recreated under the same name. Each test uses its own
  * Redis database (FLUSHDB touches nothing else) and its own topic and group.
  */
 import { until } from "../support/wait.js";
@@ -17,6 +17,8 @@ import { simulate } from "../../producers/simulation.js";
 import type { Observation } from "../../src/core/index.js";
 import type { Settings } from "../../src/config/settings.js";
 import { comparePackets, expectedPackets, quietLog, readAllPackets, testSettings, waitCaughtUp } from "../support/pipeline.js";
+import { PrivateRedis } from "../support/private-redis.js";
+import { ensureSetup } from "../../src/adapters/redis/functions.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -62,8 +64,24 @@ async function startFold(settings: Settings): Promise<FoldWorker> {
 
 const exact = { missing: [], extra: [], different: [] };
 
-describe("state loss: detected before any commit, never rebuilt upon, recovered by a promote", () => {
-  it("Redis emptied mid-batch with a small cache: nothing is lost, generations are never reused", async () => {
+/** The worker's readiness check `position`: undefined when ready, else its message. */
+/** The packets, or none while Redis has no generation (a reader then refuses). */
+async function packetsNow(settings: Settings): Promise<Map<string, string>> {
+  return readAllPackets(settings).catch(() => new Map<string, string>());
+}
+
+async function positionCheck(worker: FoldWorker): Promise<string | undefined> {
+  return worker
+    .readinessChecks()
+    .position!()
+    .then(
+      () => undefined,
+      (e: unknown) => (e as Error).message,
+    );
+}
+
+describe("Redis lost entirely: the fold rebuilds from the log start by itself", () => {
+  it("Redis emptied mid-batch with a small cache: rebuilt into a new generation, not ready meanwhile, nothing lost", async () => {
     // Small batches, one partition at a time: the fold must still be mid-stream when Redis is emptied
     // (with default batches it can fold all 9,000 between two polls of the committed offsets).
     const { settings, redis } = isolated(6, { cacheSize: 5, partitions: 6, partitionFetchMaxBytes: 16_384, partitionsConcurrency: 1 });
@@ -76,67 +94,61 @@ describe("state loss: detected before any commit, never rebuilt upon, recovered 
     await redis.flushdb();
     const atLoss = await committedTotal(settings);
     expect(atLoss).toBeLessThan(BigInt(observations.length)); // the loss happened mid-stream
-    // The fold notices before committing anything more and waits for a restore.
-    await until("the fold to wait for a restore", () => worker.waitingForRestore);
-    const summary = await runReplay(settings, { verify: true, promote: true, dropAfterSeconds: 0 }, quietLog);
-    expect(summary.promoted).toBe(true);
-    expect(summary.verified).toBe(false); // nothing to compare with: the live generation was lost
-    expect(summary.verify?.failures[0]?.reason).toBe("no_live_generation");
-    expect(summary.rebuiltGeneration).toBeGreaterThan(firstGeneration);
+    // The fold sees it, makes a new generation and refolds every partition from 0; not ready until it has come back.
+    const seen: string[] = [];
+    await until("the fold to report the rebuild", async () => {
+      const message = await positionCheck(worker);
+      if (message !== undefined) seen.push(message);
+      return worker.state === "rebuilding";
+    });
+    expect(seen.some((m) => /^rebuilding: .* records to refold on \d+ partitions/.test(m))).toBe(true);
+    await until("every partition whole again", () => worker.state === "folding", 120_000);
     await waitCaughtUp(settings);
+    expect(await positionCheck(worker)).toBeUndefined();
     expect(comparePackets(await readAllPackets(settings), expectedPackets(observations))).toEqual(exact);
-    // Only the promoted generation is left: the keys written into the lost one after the flush were dropped.
-    const indexes = (await redis.keys(`${settings.prefix}:g*:index`)).sort();
-    expect(indexes).toEqual([`${settings.prefix}:g${summary.rebuiltGeneration}:index`]);
-    // And a later verify compares every identity and finds it equal.
+    const live = Number(await redis.hget(`${settings.prefix}:control`, "generation"));
+    expect(live).toBeGreaterThan(firstGeneration); // a number from before the loss is never handed out again
+    // The lost generation holds no identity state: whatever reached it after the flush was refused by the guard.
+    expect(await redis.keys(`${settings.prefix}:g${firstGeneration}:*:m`)).toEqual([]);
     const verify = await runReplay(settings, { verify: true, promote: false }, quietLog);
     expect(verify.verified).toBe(true);
     expect(verify.verify?.compared).toBe(expectedPackets(observations).size);
   });
 
-  it("after the documented recovery a running fold resumes by itself (default cache)", async () => {
+  it("Redis emptied while the fold is idle (default cache): rebuilt without waiting for a record", async () => {
     const { settings, redis } = isolated(7);
     const first = workload(71, 6, 40);
     await produce(settings, first.map(observationMessage));
     const worker = await startFold(settings);
     await waitCaughtUp(settings);
     await redis.flushdb();
-    // More records for identities the worker has cached: their applies find the state gone.
-    const more = workload(71, 6, 50).slice(first.length);
-    expect(more.length).toBeGreaterThan(0);
+    // No record arrives: the position check sees the loss and the fold refolds the log by itself.
+    await until("the projections rebuilt with no new record", async () => comparePackets(await packetsNow(settings), expectedPackets(first)).missing.length === 0, 60_000);
+    await until("every partition whole again", () => worker.state === "folding");
+    expect(comparePackets(await readAllPackets(settings), expectedPackets(first))).toEqual(exact);
+    const more = workload(72, 3, 10, "2026-11-25T00:00:00Z");
     await produce(settings, more.map(observationMessage));
-    await until("the fold to wait for a restore", () => worker.waitingForRestore);
-    const summary = await runReplay(settings, { verify: false, promote: true, dropAfterSeconds: 0 }, quietLog);
-    expect(summary.promoted).toBe(true);
-    const extra = workload(72, 3, 10, "2026-11-25T00:00:00Z");
-    await produce(settings, extra.map(observationMessage));
     await waitCaughtUp(settings);
-    expect(worker.waitingForRestore).toBe(false);
-    expect(comparePackets(await readAllPackets(settings), expectedPackets([...first, ...more, ...extra]))).toEqual(exact);
+    expect(comparePackets(await readAllPackets(settings), expectedPackets([...first, ...more]))).toEqual(exact);
   });
-});
 
-describe("a batch held through a loss is not mistaken for a truncated log", () => {
-  it("a promote that sealed marks past the held batch's high watermark: the fold goes on", async () => {
-    const { settings, redis } = isolated(10, { partitions: 1 });
-    const first = workload(121, 3, 10);
+  it("a brand-new empty Redis: the fold waits for `mufold setup` (not ready), then rebuilds by itself", async () => {
+    const server = await PrivateRedis.start();
+    cleanups.push(() => server.remove());
+    const settings = { ...testSettings({ partitions: 3 }), redisUrl: server.url };
+    await ensureSetup(settings);
+    const first = workload(91, 4, 30);
     await produce(settings, first.map(observationMessage));
     const worker = await startFold(settings);
     await waitCaughtUp(settings);
-    await redis.flushdb();
-    // The worker fetches these and holds them (no generation); then the log grows past their high watermark.
-    const held = workload(122, 3, 4, "2026-11-20T00:00:00Z");
-    await produce(settings, held.map(observationMessage));
-    await until("the fold to hold its batch", () => worker.waitingForRestore);
-    const later = workload(123, 3, 15, "2026-11-21T00:00:00Z");
-    await produce(settings, later.map(observationMessage));
-    const summary = await runReplay(settings, { verify: false, promote: true, dropAfterSeconds: 0 }, quietLog);
-    expect(summary.promoted).toBe(true);
-    let crashed: unknown;
-    void worker.crashed.then((e) => (crashed = e));
-    await waitCaughtUp(settings);
-    expect(crashed).toBeUndefined();
-    expect(comparePackets(await readAllPackets(settings), expectedPackets([...first, ...held, ...later]))).toEqual(exact);
+    expect(comparePackets(await readAllPackets(settings), expectedPackets(first))).toEqual(exact);
+    await server.replaceWithEmpty(); // no keys, no function libraries
+    await until("the fold to wait for setup", () => worker.state === "waiting_for_setup", 60_000);
+    expect(await positionCheck(worker)).toMatch(/^waiting_for_setup: .*mufold setup/);
+    await ensureSetup(settings);
+    await until("the projections rebuilt", async () => comparePackets(await packetsNow(settings), expectedPackets(first)).missing.length === 0, 60_000);
+    await until("every partition whole again", () => worker.state === "folding");
+    expect(comparePackets(await readAllPackets(settings), expectedPackets(first))).toEqual(exact);
   });
 });
 

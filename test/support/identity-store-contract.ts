@@ -11,11 +11,19 @@ import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../src/
 import { simulate, Prng, type SimulationOptions } from "../../producers/simulation.js";
 import { contextOfObservation, observationFingerprint, reducerIdentity, type Observation } from "../../src/core/index.js";
 import type { PartOp } from "../../src/fold/delta.js";
-import { StaleVersionError, StateLostError, type IdentityStore } from "../../src/fold/identity-store.js";
+import { PositionContradictedError, StaleVersionError, StateLostError, type IdentityStore } from "../../src/fold/identity-store.js";
 import type { IdentityPart } from "../../src/fold/keys.js";
 import { scopeKey } from "../../src/fold/scope-key.js";
 
 export type StoreFactory = () => IdentityStore | Promise<IdentityStore>;
+
+/** How a test makes what the position guard reads (the control hash, for Redis): a live generation and its marks. */
+export interface LivePositions {
+  /** Make a live generation; returns its number. */
+  live(): Promise<number>;
+  /** Raise the live generation's mark of `<topic>:<partition>` to `next`, as a seal does. */
+  seal(generation: number, partition: string, next: bigint): Promise<void>;
+}
 
 const REDUCER_VERSION = "memory_utility_reducer_v0";
 const G = 1;
@@ -118,8 +126,65 @@ async function expectReducerBytes(store: IdentityStore, generation: number, deli
   return expected;
 }
 
-export function identityStoreContract(name: string, makeStore: StoreFactory): void {
+export function identityStoreContract(name: string, makeStore: StoreFactory, positionsOf: (store: IdentityStore) => LivePositions): void {
   describe(`IdentityStore contract: ${name}`, () => {
+    describe("the position guard: the position lives with the state", () => {
+      it("given a live generation folded to 5 on t:0, a batch from 5 or below is applied", async () => {
+        const store = await makeStore();
+        const positions = positionsOf(store);
+        const g = await positions.live();
+        await positions.seal(g, "t:0", 5n);
+        expect(await store.apply(g, "mur_p", 0, new Map([["w:t:0", 5n]]), [hset("d", "o1", "r1")], { partition: "t:0", from: 5n })).toBe(1);
+        expect(await store.apply(g, "mur_p", 1, new Map([["w:t:0", 3n]]), [hset("d", "o2", "r2")], { partition: "t:0", from: 3n })).toBe(2);
+        expect((await store.load(g, "mur_p")).records).toEqual(new Map([["o1", "r1"], ["o2", "r2"]]));
+      });
+
+      it("given a mark of 5, a batch from 6 is refused as behind and nothing is written", async () => {
+        const store = await makeStore();
+        const positions = positionsOf(store);
+        const g = await positions.live();
+        await positions.seal(g, "t:0", 5n);
+        const err = await store.apply(g, "mur_p", 0, new Map([["w:t:0", 7n]]), [hset("d", "o1", "r1"), hset("m", "skel", SKELETON)], { partition: "t:0", from: 6n }).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(PositionContradictedError);
+        expect((err as PositionContradictedError).reason).toBe("behind");
+        expect((err as PositionContradictedError).from).toBe(6n);
+        expect(await store.load(g, "mur_p")).toEqual({ meta: {}, records: new Map(), history: new Map() });
+      });
+
+      it("given no mark for a partition, only a batch from offset 0 is applied; marks of other partitions do not count", async () => {
+        const store = await makeStore();
+        const positions = positionsOf(store);
+        const g = await positions.live();
+        await positions.seal(g, "t:1", 100n);
+        const err = await store.apply(g, "mur_p", 0, none, [hset("d", "o1", "r1")], { partition: "t:0", from: 1n }).catch((e: unknown) => e);
+        expect((err as PositionContradictedError).reason).toBe("behind");
+        expect(await store.apply(g, "mur_p", 0, none, [hset("d", "o1", "r1")], { partition: "t:0", from: 0n })).toBe(1);
+      });
+
+      it("offsets compare as numbers past 2^53 and across digit counts", async () => {
+        const store = await makeStore();
+        const positions = positionsOf(store);
+        const g = await positions.live();
+        await positions.seal(g, "t:0", 9_007_199_254_740_993n);
+        expect(await store.apply(g, "mur_p", 0, none, [], { partition: "t:0", from: 9_007_199_254_740_993n })).toBe(1);
+        const err = await store.apply(g, "mur_p", 1, none, [], { partition: "t:0", from: 9_007_199_254_740_994n }).catch((e: unknown) => e);
+        expect((err as PositionContradictedError).reason).toBe("behind");
+        await positions.seal(g, "t:2", 10n);
+        expect(await store.apply(g, "mur_q", 0, none, [], { partition: "t:2", from: 9n })).toBe(1);
+      });
+
+      it("a generation that is not the live one is refused as not live, and nothing is written", async () => {
+        const store = await makeStore();
+        const positions = positionsOf(store);
+        const g = await positions.live();
+        await positions.seal(g + 1, "t:0", 5n).catch(() => undefined); // whatever a store does with a seal of a generation that is not live
+        const err = await store.apply(g + 1, "mur_p", 0, none, [hset("d", "o1", "r1")], { partition: "t:0", from: 0n }).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(PositionContradictedError);
+        expect((err as PositionContradictedError).reason).toBe("not_live");
+        expect((await store.load(g + 1, "mur_p")).records.size).toBe(0);
+      });
+    });
+
     describe("versions and watermarks", () => {
       it("an identity never written loads at version 0 with nothing stored, reads as null and is not listed", async () => {
         const store = await makeStore();

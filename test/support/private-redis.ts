@@ -4,7 +4,7 @@
  * the shared Redis other tests use.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -58,6 +58,14 @@ export class PrivateRedis {
     child.kill("SIGTERM");
     await exited;
     this.process = undefined;
+  }
+
+  /** Replace the server with a brand-new empty one on the same port: no keys, no function libraries. */
+  async replaceWithEmpty(): Promise<void> {
+    await this.down();
+    rmSync(this.dir, { recursive: true, force: true });
+    mkdirSync(this.dir, { recursive: true });
+    await this.up();
   }
 
   async remove(): Promise<void> {

@@ -144,7 +144,7 @@ describe("settings → kafkajs options", () => {
 
   it("without security: plaintext, no SASL; the client id gets the component suffix", () => {
     const ks = kafkaClientSettings(base, "-fold");
-    expect(ks).toEqual({ brokers: ["127.0.0.1:9092"], clientId: "mufold-fold", retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 5_000 } });
+    expect(ks).toEqual({ brokers: ["127.0.0.1:9092"], clientId: "mufold-fold", retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 5_000 }, metadataMaxAgeMs: 30_000 });
     const config = kafkaConfig(ks);
     expect(config).not.toHaveProperty("ssl");
     expect(config).not.toHaveProperty("sasl");
@@ -321,8 +321,21 @@ describe("docs/security.md", () => {
     const doc = readFileSync(new URL("../../docs/security.md", import.meta.url), "utf8");
     const roles = readFileSync(new URL("../../infra/redis-acl/roles.acl", import.meta.url), "utf8");
     const rules = [...roles.matchAll(/^([a-z0-9.-]+):\s+(.+)$/gm)].map((m) => [m[1]!, m[2]!.replaceAll("{prefix}", "${PREFIX}")] as const);
-    expect(rules.map(([role]) => role)).toEqual(["fold", "reader", "cluster", "redis-7.2"]);
+    expect(rules.map(([role]) => role)).toEqual(["fold", "replay", "reader", "cluster", "redis-7.2"]);
     for (const [role, rule] of rules) expect(doc, role).toContain(rule);
+    // The replay user's line is the fold's rules and the replay's.
+    const rule = (name: string) => rules.find(([role]) => role === name)![1];
+    expect(doc).toContain(`ACL SETUSER mufold-replay reset on #<sha256 of the replay password> ${rule("fold")} ${rule("replay")}\n`);
+  });
+
+  it("keeps SCAN and KEYS (every key name of the database, other tenants' too) out of the fold role, and only SCAN in the replay's", () => {
+    const roles = readFileSync(new URL("../../infra/redis-acl/roles.acl", import.meta.url), "utf8");
+    const rules = (name: string) => new RegExp(`^${name}:\\s+(.+)$`, "m").exec(roles)![1]!.split(/\s+/);
+    const fold = rules("fold");
+    // No category either: @keyspace, @read and @slow hold SCAN and KEYS.
+    expect(fold.filter((r) => /^\+(@|scan$|keys$)|^allcommands$/i.test(r))).toEqual([]);
+    expect(fold).toContain("-@all");
+    expect(rules("replay")).toEqual(["+scan"]);
   });
 });
 

@@ -119,6 +119,7 @@ function summaryOf(verify: VerifyReport): ReplaySummary {
     workers: 1,
     rebuildSeconds: 1,
     verify,
+    coverage: null,
     verified: verify.ok,
     mismatches: verify.mismatches + verify.notComparable,
     promoted: false,
@@ -180,7 +181,7 @@ describe("the report page", () => {
   it("bytes that are not printable ASCII are shown as \\xNN; a side that ends early is marked at its end", () => {
     const details = new VerifyDetails();
     details.record({ identity: id(7), status: "bytes_differ", difference: byteDifference("ab\ncé", "ab\nc")! });
-    const verify: VerifyReport = { ok: false, identities: 1, compared: 1, mismatches: 1, notComparable: 0, onlyInLive: 0, onlyInRebuilt: 0, mismatchedIdentities: [id(7)], failures: [] };
+    const verify: VerifyReport = { ok: false, identities: 1, compared: 1, mismatches: 1, notComparable: 0, onlyInLive: 0, onlyInRebuilt: 0, behindInLive: 0, missingInLive: 0, mismatchedIdentities: [id(7)], failures: [] };
     const page = parseXml(verifyReportHtml({ summary: summaryOf(verify), details, topic: "t", prefix: "p", ...times }));
     const windows = Object.fromEntries(byClass(page, "bytes").map((b) => [b.attrs["data-side"], b]));
     expect(textOf(windows.live!)).toBe("ab\\x0ac\\xc3\\xa9");
@@ -190,7 +191,7 @@ describe("the report page", () => {
   });
 
   it("a verified run says verified; a run that could not compare says why", () => {
-    const ok: VerifyReport = { ok: true, identities: 2, compared: 2, mismatches: 0, notComparable: 0, onlyInLive: 0, onlyInRebuilt: 0, mismatchedIdentities: [], failures: [] };
+    const ok: VerifyReport = { ok: true, identities: 2, compared: 2, mismatches: 0, notComparable: 0, onlyInLive: 0, onlyInRebuilt: 0, behindInLive: 0, missingInLive: 0, mismatchedIdentities: [], failures: [] };
     const details = new VerifyDetails();
     details.record({ identity: id(1), status: "equal" });
     details.record({ identity: id(2), status: "equal" });

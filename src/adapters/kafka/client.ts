@@ -9,6 +9,7 @@ import type { ConnectionOptions } from "node:tls";
 import { settingDefault } from "../../config/settings.js";
 import { MufoldError } from "../../errors.js";
 import { registerCodecs } from "./codecs.js";
+import { isSaslAuthFailure } from "./errors.js";
 import "./timeout-patch.js";
 
 const { Kafka: KafkaClass, CompressionTypes, logLevel } = kafkajs;
@@ -28,6 +29,8 @@ export interface KafkaSettings {
   logLevel?: number;
   /** kafkajs retry (default: the kafkaRetries, kafkaInitialRetryTimeMs and kafkaMaxRetryTimeMs settings' defaults). */
   retry?: { retries: number; initialRetryTime: number; maxRetryTime: number };
+  /** kafkajs metadataMaxAge of every consumer and producer of the client (default: the metadataMaxAgeSeconds setting's). */
+  metadataMaxAgeMs?: number;
 }
 
 /** The security part of the settings (src/config/settings.ts's Settings has it all). */
@@ -43,6 +46,8 @@ export interface KafkaSecuritySettings {
   kafkaRetries?: number;
   kafkaInitialRetryTimeMs?: number;
   kafkaMaxRetryTimeMs?: number;
+  /** The metadataMaxAgeSeconds setting; absent, its default. */
+  metadataMaxAgeSeconds?: number;
 }
 
 /**
@@ -52,7 +57,12 @@ export interface KafkaSecuritySettings {
  * authenticates, while JSON, logs and object spreads of the config never see it.
  */
 export function kafkaClientSettings(settings: KafkaSecuritySettings, suffix = ""): KafkaSettings {
-  const out: KafkaSettings = { brokers: settings.brokers, clientId: `${settings.clientId}${suffix}`, retry: kafkaRetry(settings) };
+  const out: KafkaSettings = {
+    brokers: settings.brokers,
+    clientId: `${settings.clientId}${suffix}`,
+    retry: kafkaRetry(settings),
+    metadataMaxAgeMs: (settings.metadataMaxAgeSeconds ?? settingDefault("metadataMaxAgeSeconds")) * 1000,
+  };
   if (settings.kafkaTlsCa !== undefined && !settings.kafkaTls) throw new MufoldError("a Kafka TLS CA was given without TLS");
   if (settings.kafkaTls) out.ssl = settings.kafkaTlsCa === undefined ? true : { ca: [settings.kafkaTlsCa.pem] };
   const mechanism = settings.kafkaSaslMechanism;
@@ -91,25 +101,26 @@ export function kafkaConfig(settings: KafkaSettings): KafkaConfig {
 
 export function createKafka(settings: KafkaSettings): Kafka {
   registerCodecs();
-  return new KafkaClass(kafkaConfig(settings));
+  const kafka = new KafkaClass(kafkaConfig(settings));
+  // kafkajs takes metadataMaxAge per consumer and producer, not per client (its default, 5 minutes, is how long
+  // a group takes to notice partitions added to its topic): give each one this client makes; its own option wins.
+  const metadataMaxAge = settings.metadataMaxAgeMs ?? settingDefault("metadataMaxAgeSeconds") * 1000;
+  const consumer = kafka.consumer.bind(kafka);
+  const producer = kafka.producer.bind(kafka);
+  kafka.consumer = (config) => consumer({ metadataMaxAge, ...config });
+  kafka.producer = (config) => producer({ metadataMaxAge, ...config });
+  return kafka;
 }
 
-/** Kafka did not answer in time at start (a retry later may help). */
+/** Kafka did not answer in time at start, or through a producer's retry budget (a retry later may help). */
 export class KafkaUnavailableError extends MufoldError {
-  constructor(message: string) {
-    super(message, { retriable: true });
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, { retriable: true, cause: options.cause });
   }
 }
 
 /** Kafka refused the SASL credentials (a retry will not help). */
 export class KafkaAuthError extends MufoldError {}
-
-function isSaslFailure(err: unknown): boolean {
-  for (let e = err; e instanceof Error; e = e.cause ?? (e as { originalError?: unknown }).originalError) {
-    if (e.name === "KafkaJSSASLAuthenticationError") return true;
-  }
-  return false;
-}
 
 /**
  * An admin client that reached the brokers (connected and listed the topics)
@@ -145,7 +156,7 @@ export async function connectKafkaAdmin(settings: KafkaSettings, timeoutMs: numb
     void admin.disconnect().catch(() => undefined);
     if (err instanceof KafkaUnavailableError) throw err;
     const message = err instanceof Error ? err.message : String(err);
-    if (isSaslFailure(err)) throw new KafkaAuthError(`Kafka at ${endpoint} refused the credentials: ${message}`);
+    if (isSaslAuthFailure(err)) throw new KafkaAuthError(`Kafka at ${endpoint} refused the credentials: ${message}`);
     throw new KafkaUnavailableError(`cannot reach Kafka at ${endpoint}: ${last ?? message}`);
   } finally {
     clearTimeout(timer);

@@ -65,8 +65,11 @@ export interface GroupConsumerOptions {
    * broker: kafkajs swallows each broker's connection error in that lookup).
    */
   restartOnFailure?(error: Error): Promise<boolean>;
-  /** The consumer joined the group (after a start, a rebalance or a restart). */
-  onJoin?(): void;
+  /**
+   * The consumer joined the group (after a start, a rebalance or a restart), with the partitions of `topic`
+   * it was assigned: where each starts is the handler's to say (`seek`), before or after its first batch.
+   */
+  onJoin?(partitions: readonly number[]): void;
   /** A partition was parked (once per parking; the other partitions keep going). */
   onPark?(parked: ParkedPartition): void;
   /** A parked partition was revoked by a rebalance: no longer this member's to report. */
@@ -154,6 +157,12 @@ export class GroupConsumer {
   private readonly parkedPartitions = new Map<string, ParkedPartition>();
   /** The last background commit of each partition (commits of one partition go out in order). */
   private readonly commits = new Map<string, Promise<void>>();
+  /** Seeks asked per partition: a batch that saw the count move under it is neither resolved nor committed. */
+  private readonly seeks = new Map<string, number>();
+  /** The partitions of the topic assigned at the last join. */
+  private assignedPartitions: readonly number[] = [];
+  /** Per partition, the least offset a commit may carry until the next join (see holdCommitsAt). */
+  private readonly commitFloors = new Map<string, bigint>();
   /** Errors restartOnFailure already judged for kafkajs (its verdict stands). */
   private readonly judged = new WeakSet<Error>();
   private runArgs: Parameters<Consumer["run"]>[0];
@@ -171,7 +180,9 @@ export class GroupConsumer {
       this.joined = true;
       this.lastHeartbeat = Date.now();
       this.releaseRevoked(e.payload.memberAssignment);
-      this.options.onJoin?.();
+      this.assignedPartitions = [...(e.payload.memberAssignment[options.topic] ?? [])].sort((a, b) => a - b);
+      this.commitFloors.clear();
+      this.options.onJoin?.(this.assignedPartitions);
     });
     consumer.on(HEARTBEAT, () => {
       this.lastHeartbeat = Date.now();
@@ -181,6 +192,36 @@ export class GroupConsumer {
         this.joined = false;
       });
     }
+  }
+
+  /** The partitions of the topic assigned at the last join (none while not joined). */
+  assigned(): readonly number[] {
+    return this.joined ? this.assignedPartitions : [];
+  }
+
+  /**
+   * Fetch `partition` from `offset` next. A batch of it being handled now is stale: when its handler returns,
+   * its offsets are neither resolved nor committed (they would undo the seek).
+   */
+  seek(topic: string, partition: number, offset: bigint): void {
+    const key = `${topic}:${partition}`;
+    this.seeks.set(key, (this.seeks.get(key) ?? 0) + 1);
+    this.consumer.seek({ topic, partition, offset: offset.toString() });
+  }
+
+  /** Commit `offset` for a partition now, in order with the batches' commits (the group's offsets as progress). */
+  commit(topic: string, partition: number, offset: bigint): void {
+    this.commitLater(topic, partition, [{ topic, partition, offset: offset.toString() }]);
+  }
+
+  /**
+   * Until the next join, never commit less than `offset` for the partition: a handler refolding records
+   * before it (seeking back) leaves the group's offset where the log had been folded to, so that whoever
+   * reads it later (a restart, an operator's tool) still sees how far the fold must come.
+   */
+  holdCommitsAt(topic: string, partition: number, offset: bigint): void {
+    const key = `${topic}:${partition}`;
+    if (offset > (this.commitFloors.get(key) ?? -1n)) this.commitFloors.set(key, offset);
   }
 
   /** Partitions this member holds at an undecodable batch. */
@@ -277,6 +318,7 @@ export class GroupConsumer {
       const records: SourceRecord[] = messages.map((m) => ({ topic, partition, offset: m.offset, key: m.key, value: m.value, headers: m.headers, timestamp: m.timestamp }));
       // A batch held through an outage must not cost the group membership: heartbeat while it is handled.
       const keepAlive = setInterval(() => void heartbeat().catch(() => undefined), this.heartbeatMs);
+      const seeksBefore = this.seeks.get(`${topic}:${partition}`) ?? 0;
       try {
         await this.options.onBatch(records, {
           topic,
@@ -290,8 +332,11 @@ export class GroupConsumer {
       } finally {
         clearInterval(keepAlive);
       }
+      // Sought meanwhile (by the handler or anyone): the seek says where the partition goes on, not this batch.
+      if ((this.seeks.get(`${topic}:${partition}`) ?? 0) !== seeksBefore) return;
       resolveOffset((next - 1n).toString());
-      const commit = [{ topic, partition, offset: next.toString() }];
+      const floor = this.commitFloors.get(`${topic}:${partition}`);
+      const commit = [{ topic, partition, offset: (floor !== undefined && floor > next ? floor : next).toString() }];
       if (this.options.commitInBackground) this.commitLater(topic, partition, commit);
       else await this.consumer.commitOffsets(commit);
     }

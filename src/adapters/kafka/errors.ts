@@ -1,7 +1,8 @@
 /**
  * kafkajs errors, classified here and nowhere else: the applications ask
  * whether a failure is the broker being unreachable (an outage to ride out),
- * a retriable protocol error, a refusal for good, or the group rebalancing.
+ * a retriable protocol error, a refusal for good (refused SASL credentials
+ * among them), or the group rebalancing.
  */
 
 /** kafkajs's retriable flag (its protocol errors carry one); undefined when the error has none. */
@@ -34,6 +35,26 @@ export function isBrokerUnreachable(error: unknown): boolean {
   // throws this final, "non-retriable" error when none answered: during an outage, every broker refusing.
   if (e.name === "KafkaJSGroupCoordinatorNotFound") return true;
   return /KafkaJSConnection|Connection (error|timeout|closed)|ECONNREFUSED|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|Broker not connected|Closed connection/i.test(`${e.name} ${e.message}`);
+}
+
+/**
+ * Kafka refused the SASL credentials (kafkajs's KafkaJSSASLAuthenticationError,
+ * however deep kafkajs wrapped it): a refusal for good, like a refused Redis password.
+ */
+export function isSaslAuthFailure(error: unknown): boolean {
+  let e = error;
+  // Bounded: a cause chain is short, and a cyclic one must not loop.
+  for (let depth = 0; e instanceof Error && depth < 16; depth++) {
+    if (e.name === "KafkaJSSASLAuthenticationError") return true;
+    e = (e as { originalError?: unknown }).originalError ?? e.cause;
+  }
+  return false;
+}
+
+/** What went wrong at the bottom, as one line: the innermost error's message (kafkajs's outer ones repeat it). */
+export function kafkaFailureText(error: unknown): string {
+  const e = innermost(error);
+  return (e instanceof Error ? e.message : String(e)).replace(/\s*\n\s*/g, " ").trim();
 }
 
 /** kafkajs says retrying may help. */

@@ -1,7 +1,13 @@
-/** An idempotent, acks=all, zstd-compressing producer. */
+/**
+ * An idempotent, acks=all, zstd-compressing producer, and what a producing
+ * application sees when a step of it fails (typedProducerStep).
+ */
 import kafkajs from "kafkajs";
 import type { Kafka, Producer } from "kafkajs";
-import { Compression } from "./client.js";
+import { describeSetting } from "../../config/settings.js";
+import { MufoldError } from "../../errors.js";
+import { Compression, KafkaAuthError, KafkaUnavailableError, type KafkaSettings } from "./client.js";
+import { isBrokerUnreachable, isSaslAuthFailure, kafkaFailureText } from "./errors.js";
 
 const { Partitioners } = kafkajs;
 
@@ -43,5 +49,39 @@ export class ReliableProducer {
 
   async disconnect(): Promise<void> {
     await this.producer.disconnect();
+  }
+}
+
+/**
+ * A failed producer step as a typed error: refused credentials are a
+ * KafkaAuthError; a broker unreachable until kafkajs's retries (the client's
+ * retry budget) ran out is a retriable KafkaUnavailableError saying for how
+ * long, at which brokers and why; anything else is returned unchanged.
+ */
+export function kafkaProducerFailure(error: unknown, client: Pick<KafkaSettings, "brokers" | "retry">, elapsedMs: number): unknown {
+  if (error instanceof MufoldError) return error;
+  const endpoint = client.brokers.join(",");
+  if (isSaslAuthFailure(error)) return new KafkaAuthError(`Kafka at ${endpoint} refused the credentials: ${kafkaFailureText(error)}`, { cause: error });
+  if (!isBrokerUnreachable(error)) return error;
+  const budget =
+    client.retry === undefined
+      ? "its retries spent"
+      : `${client.retry.retries} retries spent (${describeSetting("kafkaRetries")}, backoff ${client.retry.initialRetryTime} ms up to ${client.retry.maxRetryTime} ms)`;
+  return new KafkaUnavailableError(`Kafka at ${endpoint} was unreachable for ${(elapsedMs / 1000).toFixed(1)} s, ${budget}: ${kafkaFailureText(error)}`, { cause: error });
+}
+
+/**
+ * Run one step of a producing application (connect, create topics, send).
+ * kafkajs rides out an unreachable broker itself, retrying within the
+ * client's budget (the kafkaRetries, kafkaInitialRetryTimeMs and
+ * kafkaMaxRetryTimeMs settings); past it, the step fails with
+ * kafkaProducerFailure's one-line typed error instead of kafkajs's own.
+ */
+export async function typedProducerStep<T>(client: Pick<KafkaSettings, "brokers" | "retry">, step: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  try {
+    return await step();
+  } catch (err) {
+    throw kafkaProducerFailure(err, client, Date.now() - started);
   }
 }

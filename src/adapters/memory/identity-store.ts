@@ -19,7 +19,7 @@ import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS } from "../../core/pr
 import { SKELETON_SEPARATOR } from "../../core/packet-parts.js";
 import { expandTokens } from "../../core/compact-json.js";
 import { opRuns, type PartOp } from "../../fold/delta.js";
-import { StaleVersionError, StateLostError, type IdentityStore, type StoredIdentity } from "../../fold/identity-store.js";
+import { PositionContradictedError, StaleVersionError, StateLostError, type IdentityStore, type PositionGuard, type StoredIdentity } from "../../fold/identity-store.js";
 import { META_FIELDS, type IdentityPart } from "../../fold/keys.js";
 
 type Value = { kind: "hash"; fields: Map<string, string> } | { kind: "zset"; members: Set<string> };
@@ -143,6 +143,20 @@ export class MemoryIdentityStore implements IdentityStore {
   /** `<generation>:<identity>` → its keys (an identity with no key left is dropped). */
   private readonly identities = new Map<string, Keys>();
   private readonly indexes = new Map<number, Set<string>>();
+  /** What the control hash holds for the guard: the live generation and its marks (`<generation>:<topic>:<partition>` → next offset). */
+  private live: number | null = null;
+  private readonly marks = new Map<string, bigint>();
+
+  /** Make `generation` the live one (what mufold_init_v1 or a promote does to the control hash). */
+  setLive(generation: number | null): void {
+    this.live = generation;
+  }
+
+  /** Raise a live generation's mark for `<topic>:<partition>` to `next` (what a seal does). */
+  markFolded(generation: number, partition: string, next: bigint): void {
+    const field = `${generation}:${partition}`;
+    if (next > (this.marks.get(field) ?? 0n)) this.marks.set(field, next);
+  }
 
   private keys(generation: number, identity: string): Keys {
     return this.identities.get(`${generation}:${identity}`) ?? new Map();
@@ -153,8 +167,13 @@ export class MemoryIdentityStore implements IdentityStore {
     return { meta: Object.fromEntries(hashOf(keys, "m") ?? []), records: new Map(hashOf(keys, "d")), history: new Map(hashOf(keys, "h")) };
   }
 
-  async apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: readonly PartOp[]): Promise<number> {
+  async apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: readonly PartOp[], guard?: PositionGuard): Promise<number> {
     const runs = opRuns(ops); // ops that do not commute are refused before anything is written, as by the Redis store
+    if (guard !== undefined) {
+      // mufold_apply_v3's guard, before the version check as there
+      if (this.live !== generation) throw new PositionContradictedError("not_live", generation, guard.partition, guard.from);
+      if (guard.from > (this.marks.get(`${generation}:${guard.partition}`) ?? 0n)) throw new PositionContradictedError("behind", generation, guard.partition, guard.from);
+    }
     const key = `${generation}:${identity}`;
     const keys = this.keys(generation, identity);
     // Versions compare as the strings Redis holds, as in the Lua.

@@ -112,10 +112,10 @@ export function connectRedis(target: string | RedisConnection): RedisClient {
   return client;
 }
 
-/** Redis did not answer in time at start (a retry later may help). */
+/** Redis did not answer in time at start, or refused the connection (a retry later may help). */
 export class RedisUnavailableError extends MufoldError {
-  constructor(message: string) {
-    super(message, { retriable: true });
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, { retriable: true, cause: options.cause });
   }
 }
 
@@ -132,9 +132,11 @@ export function isAuthFailure(err: unknown): boolean {
 /**
  * Wait until `client` is ready, at most `timeoutMs`: a RedisUnavailableError
  * naming `endpoint` (and the last connection error) on timeout, a
- * RedisAuthError as soon as Redis refuses the credentials.
+ * RedisAuthError as soon as Redis refuses the credentials. `refusedIsFinal`:
+ * a RedisUnavailableError as soon as the port refuses the connection (one
+ * node; a cluster's seeds do not report it), instead of waiting for it to open.
  */
-export function waitForRedis(client: RedisClient, timeoutMs: number, endpoint: string): Promise<void> {
+export function waitForRedis(client: RedisClient, timeoutMs: number, endpoint: string, options: { refusedIsFinal?: boolean } = {}): Promise<void> {
   if (client.status === "ready") return Promise.resolve();
   return new Promise((resolve, reject) => {
     let last: Error | undefined;
@@ -150,6 +152,9 @@ export function waitForRedis(client: RedisClient, timeoutMs: number, endpoint: s
     const onError = (err: Error) => {
       last = err;
       if (isAuthFailure(err)) finish(new RedisAuthError(`Redis at ${endpoint} refused the credentials: ${err.message}`));
+      else if (options.refusedIsFinal === true && (err as NodeJS.ErrnoException).code === "ECONNREFUSED") {
+        finish(new RedisUnavailableError(`Redis at ${endpoint} refused the connection: ${err.message}`, { cause: err }));
+      }
     };
     const timer = setTimeout(() => {
       const why = last === undefined ? "no answer" : last.message;
@@ -161,11 +166,11 @@ export function waitForRedis(client: RedisClient, timeoutMs: number, endpoint: s
   });
 }
 
-/** connectRedis, then wait for it to be ready (waitForRedis); on failure the client is closed. */
-export async function openRedis(target: RedisConnection, timeoutMs: number): Promise<RedisClient> {
+/** connectRedis, then wait for it to be ready (waitForRedis, with its options); on failure the client is closed. */
+export async function openRedis(target: RedisConnection, timeoutMs: number, options: { refusedIsFinal?: boolean } = {}): Promise<RedisClient> {
   const client = connectRedis({ ...target, connectTimeoutMs: timeoutMs });
   try {
-    await waitForRedis(client, timeoutMs, redactRedisUrl(target.url));
+    await waitForRedis(client, timeoutMs, redactRedisUrl(target.url), options);
     return client;
   } catch (err) {
     client.disconnect();

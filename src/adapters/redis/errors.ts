@@ -1,12 +1,12 @@
 /** Errors of the Redis functions: their numeric return codes map to errors here and nowhere else. */
 import { MufoldError } from "../../errors.js";
-import { StaleVersionError, StateLostError } from "../../fold/identity-store.js";
+import { PositionContradictedError, StaleVersionError, StateLostError, type PositionGuard } from "../../fold/identity-store.js";
 
 export { MufoldError };
 
 // The apply errors belong to the IdentityStore port (every store throws them); re-exported
 // here for the callers that import them from the Redis adapter.
-export { StaleVersionError, StateLostError };
+export { PositionContradictedError, StaleVersionError, StateLostError };
 
 /** The generation named is not (or no longer) live, or a rebuild lost its build token (Redis lost the control hash). */
 export class GenerationMovedError extends MufoldError {
@@ -103,24 +103,29 @@ export const CONTROL_PAUSE_LOST = -5;
 export const CONTROL_ROLLED_BACK = -6;
 export const CONTROL_PROMOTE_BEHIND = -7;
 
-/** Map a `mufold_apply_v2` reply to the new version or an error. */
-export function applyResult(identity: string, reply: unknown): number {
+export const APPLY_NOT_LIVE = -3;
+export const APPLY_POSITION_BEHIND = -4;
+
+/** Map a `mufold_apply_v2`/`_v3` reply to the new version or an error (`at`: the generation and the v3 guard). */
+export function applyResult(identity: string, reply: unknown, at?: { generation: number; guard: PositionGuard }): number {
   const [code, version] = reply as [number, number];
   if (code === APPLY_OK) return version;
   if (code === APPLY_STALE) throw new StaleVersionError(identity, version);
   if (code === APPLY_STATE_LOST) throw new StateLostError(`identity ${identity} had state that Redis no longer holds`);
-  throw new MufoldError(`mufold_apply_v2 returned unknown code ${String(code)}`);
+  if (at !== undefined && (code === APPLY_NOT_LIVE || code === APPLY_POSITION_BEHIND)) {
+    throw new PositionContradictedError(code === APPLY_NOT_LIVE ? "not_live" : "behind", at.generation, at.guard.partition, at.guard.from);
+  }
+  throw new MufoldError(`mufold_apply returned unknown code ${String(code)}`);
 }
 
 /** Map a control function's code; `what` says which generation and partition it concerned. */
-export function controlResult(code: number, what: { generation: number; current?: number; partition?: string }): void {
+export function controlResult(code: number, what: { generation: number; current?: number; partition?: string; from?: bigint }): void {
   if (code === APPLY_OK) return;
   if (code === CONTROL_NOT_HELD) throw new GenerationMovedError(what.generation, what.current === undefined || what.current < 0 ? null : what.current);
   if (code === CONTROL_ORIGIN_DIFFERS) throw new TopicOriginError(what.partition ?? "?", what.generation);
   if (code === CONTROL_PAUSE_LOST) throw new PauseLostError();
-  if (code === CONTROL_ROLLED_BACK) {
-    throw new StateLostError(`partition ${what.partition ?? "?"} of generation ${what.generation}: a batch starts past the offset Redis says was folded, so Redis lost committed state (restored from an older snapshot, or a lagging replica took over)`);
-  }
+  // A batch that starts past the partition's mark: Redis went back in time while it was applied.
+  if (code === CONTROL_ROLLED_BACK) throw new PositionContradictedError("behind", what.generation, what.partition ?? "?", what.from ?? 0n);
   if (code === CONTROL_PROMOTE_BEHIND) throw new PromoteBehindError();
   throw new MufoldError(`mufold control function returned unknown code ${String(code)}`);
 }

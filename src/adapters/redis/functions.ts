@@ -13,6 +13,8 @@ export const LIBRARY_NAME = "mufold_v1";
 export const CONTROL_LIBRARY_NAME = "mufold_control_v1";
 export const READ_FUNCTION = "mufold_read_v1";
 export const APPLY_FUNCTION = "mufold_apply_v2";
+/** The live fold's apply: mufold_apply_v2 behind the position guard (mufold_v1.lua). */
+export const GUARDED_APPLY_FUNCTION = "mufold_apply_v3";
 /** The control library's functions (mufold_control_v1.lua lists their arguments and codes). */
 export const CONTROL_FUNCTIONS = {
   state: "mufold_state_v1",
@@ -24,6 +26,7 @@ export const CONTROL_FUNCTIONS = {
   unpause: "mufold_unpause_v1",
   promote: "mufold_promote_v1",
   forget: "mufold_forget_v1",
+  rewind: "mufold_rewind_v1",
   renewBuild: "mufold_renew_build_v1",
   building: "mufold_building_v1",
 } as const;

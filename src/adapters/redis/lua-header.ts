@@ -30,6 +30,7 @@ export function luaHeader(): string {
     "-- Generated from src/fold/keys.ts, src/core/projection-limits.ts, src/core/packet-parts.ts and",
     "-- src/core/compact-json.ts by src/adapters/redis/lua-header.ts when the library is loaded.",
     `local PART = { ${IDENTITY_PARTS.map((p, i) => `${p} = ${i + 1}`).join(", ")} }`,
+    `local IDENTITY_KEYS = ${IDENTITY_PARTS.length}`,
     `local META = { ${Object.entries(META_FIELDS).map(([k, v]) => `${k} = ${luaString(v)}`).join(", ")} }`,
     `local MAX_HISTORY = ${MAX_PROJECTION_HISTORY}`,
     `local MAX_REJECTIONS = ${MAX_PROJECTION_REJECTIONS}`,

@@ -13,9 +13,9 @@
 import type { Cluster, Redis } from "ioredis";
 import { opRuns, type PartOp } from "../../fold/delta.js";
 import { CONTROL_FIELDS, INDEX_KEY_PATTERN, acksKey, changesKey, controlKey, generationOfIndexKey, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
-import type { IdentityStore, StoredIdentity } from "../../fold/identity-store.js";
+import type { IdentityStore, PositionGuard, StoredIdentity } from "../../fold/identity-store.js";
 import { assertFcallRouting, isCluster, masterNodes } from "./connect.js";
-import { APPLY_FUNCTION, CONTROL_FUNCTIONS, READ_FUNCTION } from "./functions.js";
+import { APPLY_FUNCTION, CONTROL_FUNCTIONS, GUARDED_APPLY_FUNCTION, READ_FUNCTION } from "./functions.js";
 import { applyResult, classifyRedisError, controlResult } from "./errors.js";
 import { WRITE_GROUP, WriteCoalescer } from "./write-coalescing.js";
 
@@ -80,9 +80,16 @@ export class RedisStore implements IdentityStore {
     return { meta, records: pairs(d), history: pairs(h) };
   }
 
-  /** Apply writes if the identity is still at `expectedVersion`; returns the new version. */
-  async apply(generation: number, identity: string, expectedVersion: number, watermarks: Map<string, bigint>, ops: readonly PartOp[]): Promise<number> {
-    const args: (string | number)[] = [String(expectedVersion), watermarks.size];
+  /**
+   * Apply writes if the identity is still at `expectedVersion`; returns the new version. With a guard
+   * (mufold_apply_v3), only while the generation is live and its mark for the guard's partition is at or
+   * past the guard's offset, checked in the same call, on one node; a cluster keeps the control hash in
+   * another slot, so there the guard is the fold's check before the batch and the seal after it.
+   */
+  async apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: readonly PartOp[], guard?: PositionGuard): Promise<number> {
+    const guarded = guard !== undefined && !isCluster(this.redis);
+    const args: (string | number)[] = guarded ? [String(generation), guard.partition, guard.from.toString()] : [];
+    args.push(String(expectedVersion), watermarks.size);
     for (const [field, offset] of watermarks) args.push(field, offset.toString());
     // mufold_apply_v2: a program of runs (one command each), then only the operands.
     const at = args.push("") - 1;
@@ -94,9 +101,10 @@ export class RedisStore implements IdentityStore {
     }
     args[at] = program;
     const keys = this.keys(generation, identity);
+    if (guarded) keys.push(controlKey(this.prefix));
     this.coalescer?.beforeCommand();
-    const reply = await this.fcall("FCALL", APPLY_FUNCTION, keys, args);
-    return applyResult(identity, reply);
+    const reply = await this.fcall("FCALL", guarded ? GUARDED_APPLY_FUNCTION : APPLY_FUNCTION, keys, args);
+    return applyResult(identity, reply, guarded ? { generation, guard } : undefined);
   }
 
   /** The packet bytes, exactly the reducer's, or null for an unknown identity. */
@@ -191,7 +199,8 @@ export class RedisStore implements IdentityStore {
     const args: string[] = [String(generation), mode];
     for (const [field, next] of marks) args.push(field, next.toString(), firstOffsets.get(field)?.toString() ?? "");
     const [code, current] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.seal, args)) as [number, number];
-    controlResult(code, { generation, current, partition: marks.size === 1 ? [...marks.keys()][0] : undefined });
+    const partition = marks.size === 1 ? [...marks.keys()][0] : undefined;
+    controlResult(code, { generation, current, partition, from: partition === undefined ? undefined : firstOffsets.get(partition) });
   }
 
   /** Record (first writer) or check the fingerprint of a partition's record at offset 0; throws TopicOriginError when it differs. */
@@ -247,6 +256,12 @@ export class RedisStore implements IdentityStore {
     const args = [String(generation), buildToken, epoch === null ? "" : String(epoch), previous === null ? "" : String(previous), logChanged ? "1" : "0"];
     const [code] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.promote, args)) as [number];
     controlResult(code, { generation });
+  }
+
+  /** Forget the live generation's marks, if it is still `generation`: the fold folds the whole log into it again. */
+  async rewind(generation: number): Promise<void> {
+    const [code, current] = (await this.controlCall("FCALL", CONTROL_FUNCTIONS.rewind, [String(generation)])) as [number, number];
+    controlResult(code, { generation, current });
   }
 
   /** Forget a dropped generation's control fields (reducer version, build token, marks, origins). */

@@ -48,6 +48,10 @@ mufold_unpause_v1                      ARGV[1] epoch
   Clears the pause if it is still this epoch's. Returns {1}.
 mufold_forget_v1                       ARGV[1] generation
   Deletes every control field of a dropped generation (rv, building, marks, origins). Returns the count.
+mufold_rewind_v1                       ARGV[1] generation
+  Forgets every mark of the live generation, if it is still ARGV[1], so that the fold folds the whole log
+  again into it (each identity's watermarks skip what it holds): what a fold does when Redis lost an identity
+  that the marks say was folded. Returns {code, current generation or -1}.
 mufold_promote_v1                      ARGV[1] generation, ARGV[2] build token, ARGV[3] epoch (or ''), ARGV[4] the live generation it replaces (or ''),
                                        ARGV[5] '1' when the live generation folded another log (recreated topic)
   Makes the built generation live if its token is held, the live one is still ARGV[4], with an epoch the
@@ -231,6 +235,16 @@ local function promote(keys, args)
   return {1}
 end
 
+local function rewind(keys, args)
+  local key, gs = keys[1], args[1]
+  if redis.call('HGET', key, 'generation') ~= gs then return {-3, current(key)} end
+  local head = 'mark:' .. gs .. ':'
+  for _, f in ipairs(redis.call('HKEYS', key)) do
+    if string.sub(f, 1, #head) == head then redis.call('HDEL', key, f) end
+  end
+  return {1, current(key)}
+end
+
 local function forget(keys, args)
   local key, gs = keys[1], args[1]
   local fields = {}
@@ -252,5 +266,6 @@ redis.register_function{function_name = 'mufold_pause_v1', callback = pause}
 redis.register_function{function_name = 'mufold_unpause_v1', callback = unpause}
 redis.register_function{function_name = 'mufold_promote_v1', callback = promote}
 redis.register_function{function_name = 'mufold_forget_v1', callback = forget}
+redis.register_function{function_name = 'mufold_rewind_v1', callback = rewind}
 redis.register_function{function_name = 'mufold_renew_build_v1', callback = renew_build}
 redis.register_function{function_name = 'mufold_building_v1', callback = building, flags = {'no-writes'}}

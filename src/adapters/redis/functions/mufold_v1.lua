@@ -50,6 +50,20 @@ mufold_apply_v2
   in a call, nor anything else into a key it deletes): a run is one command.
   Returns as mufold_apply_v1. A malformed program, or operands that do not
   match it, is an error reply checked before anything is written.
+  (Kept for folds of the previous release during an upgrade.)
+
+mufold_apply_v3
+  mufold_apply_v2 behind a position guard. KEYS: the identity's ten keys and,
+  eleventh, the control hash <prefix>:control (left out on a Redis Cluster,
+  where it lives in another slot: there the guard is not made).
+  ARGV[1]  the generation written
+  ARGV[2]  '<topic>:<partition>' of the batch
+  ARGV[3]  the offset the batch starts at (where the fold fetched from)
+  then mufold_apply_v2's arguments.
+  Returns as mufold_apply_v2, and, before anything is written:
+    -3  the generation is not the live one
+    -4  the live generation's mark for the partition is below ARGV[3]: Redis
+        went back in time, the records before the batch are not folded
 ]]
 
 -- @mufold:generated-header
@@ -131,17 +145,18 @@ local function read(keys, args)
   }))
 end
 
--- What both applies start with: the version check, then the watermarks. Returns the index of the first
--- argument after the watermarks and the new version, or nil and the reply that refuses the call.
-local function begin(keys, args, k)
-  local expected = args[1]
+-- What every apply starts with: the version check, then the watermarks. `b` is where the apply's own arguments
+-- start (0, or 3 behind mufold_apply_v3's guard). Returns the index of the first argument after the watermarks
+-- and the new version, or nil and the reply that refuses the call.
+local function begin(keys, args, k, b)
+  local expected = args[b + 1]
   local current = redis.call('HGET', keys[PART.m], META.version)
   if not current then
     if expected ~= '0' then return nil, {-2, 0} end
     current = '0'
   end
   if current ~= expected then return nil, {-1, tonumber(current)} end
-  local i = 3
+  local i = b + 3
   for _ = 1, k do
     redis.call('HSET', keys[PART.m], args[i], args[i + 1])
     i = i + 2
@@ -150,7 +165,7 @@ local function begin(keys, args, k)
 end
 
 local function apply(keys, args)
-  local i, version = begin(keys, args, tonumber(args[2]))
+  local i, version = begin(keys, args, tonumber(args[2]), 0)
   if not i then return version end
   while i <= #args do
     local op, key, field, value = args[i], keys[tonumber(args[i + 1])], args[i + 2], args[i + 3]
@@ -187,17 +202,18 @@ local function runs_of(program, nkeys)
   return out
 end
 
-local function apply_v2(keys, args)
-  local k = tonumber(args[2])
-  local runs = k and args[3 + 2 * k] and runs_of(args[3 + 2 * k], #keys)
-  if not runs then return redis.error_reply('mufold_apply_v2: malformed arguments') end
+-- The runs of mufold_apply_v2, its arguments starting after args[b].
+local function apply_runs(keys, args, b)
+  local k = tonumber(args[b + 2])
+  local runs = k and args[b + 3 + 2 * k] and runs_of(args[b + 3 + 2 * k], IDENTITY_KEYS)
+  if not runs then return redis.error_reply('mufold_apply: malformed arguments') end
   -- The program is checked against its operands before the first write (an error reply undoes nothing).
   local operands = 0
   for _, run in ipairs(runs) do operands = operands + OPERANDS[run[1]] * run[3] end
-  if 3 + 2 * k + operands ~= #args then
-    return redis.error_reply('mufold_apply_v2: the program takes ' .. operands .. ' operands, got ' .. (#args - 3 - 2 * k))
+  if b + 3 + 2 * k + operands ~= #args then
+    return redis.error_reply('mufold_apply: the program takes ' .. operands .. ' operands, got ' .. (#args - b - 3 - 2 * k))
   end
-  local i, version = begin(keys, args, k)
+  local i, version = begin(keys, args, k, b)
   if not i then return version end
   i = i + 1
   for _, run in ipairs(runs) do
@@ -221,6 +237,30 @@ local function apply_v2(keys, args)
   return {1, version}
 end
 
+local function apply_v2(keys, args)
+  return apply_runs(keys, args, 0)
+end
+
+-- Offsets are compared as decimal strings (they can pass 2^53, where Lua's doubles lose digits).
+local function offset_greater(a, b)
+  if #a ~= #b then return #a > #b end
+  return a > b
+end
+
+-- The position lives with the state: nothing is written for a batch that starts past what the live
+-- generation's mark says is folded (a Redis restored from a backup, a promoted lagging replica), nor to a
+-- generation that is no longer live. Checked in the same atomic call as the write.
+local function apply_v3(keys, args)
+  if #keys == IDENTITY_KEYS + 1 then
+    local control = keys[IDENTITY_KEYS + 1]
+    if redis.call('HGET', control, 'generation') ~= args[1] then return {-3, 0} end
+    local mark = redis.call('HGET', control, 'mark:' .. args[1] .. ':' .. args[2]) or '0'
+    if offset_greater(args[3], mark) then return {-4, 0} end
+  end
+  return apply_runs(keys, args, 3)
+end
+
 redis.register_function{function_name = 'mufold_read_v1', callback = read, flags = {'no-writes'}}
 redis.register_function{function_name = 'mufold_apply_v1', callback = apply}
 redis.register_function{function_name = 'mufold_apply_v2', callback = apply_v2}
+redis.register_function{function_name = 'mufold_apply_v3', callback = apply_v3}
