@@ -1,7 +1,8 @@
 /**
  * The fault harness: folds a workload while killing workers (SIGKILL),
- * restarting the Kafka broker, restarting Redis with its state lost (then
- * restoring it with a promoted replay, as an operator would), and scaling the
+ * restarting the Kafka broker, restarting Redis with its state lost (the folds
+ * rebuild it by themselves once `mufold setup` has loaded the libraries again;
+ * a blue/green replay --promote runs meanwhile), and scaling the
  * group 1 -> 3 -> 1. It ends by comparing every identity's packet with the pure
  * reducer over that identity's valid records read straight from the topic.
  * Bounded in time; it drives the project's own infra scripts.
@@ -159,13 +160,12 @@ export async function runChaos(settings: Settings, o: ChaosOptions): Promise<Cha
     }
     if (o.redisRestart) {
       plan.splice(Math.floor(o.kills * 0.6), 0, async () => {
-        log("chaos: restarting Redis (state lost), then replay --promote");
+        log("chaos: restarting Redis (state lost): the folds wait for setup and rebuild by themselves; then a blue/green replay --promote under load");
         infra("redis/stop.sh");
         infra("redis/start.sh");
         report.redisRestarts++;
         // The restart lost the functions too: an operator runs `mufold setup` again before the replay.
         await ensureSetup(settings);
-        await sleep(1000); // the fold notices and holds still
         const summary = await runReplay(settings, { verify: false, promote: true, dropAfterSeconds: 0 }, quietLog);
         if (!summary.promoted) throw new Error("replay did not promote");
         report.promotes++;

@@ -4,7 +4,7 @@
  * zstd, and a transactional one that aborts a transaction) next to mufold's
  * own kafkajs producer, plus one record near the broker's size limit; two fold
  * worker processes whose cache is smaller than the number of identities; Redis
- * emptied mid-batch and restored by a promoted replay; a replay killed inside
+ * emptied mid-batch and rebuilt by the folds themselves; a replay killed inside
  * its promote's pause. Afterwards the log is read back (read_committed) and
  * every packet is compared with the pure reducer over the records on it that
  * the generator produced as valid observations.
@@ -23,7 +23,6 @@ import { openSender } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { groupOffsets, partitionOffsets } from "../../src/adapters/kafka/topics.js";
-import { ensureSetup } from "../../src/adapters/redis/functions.js";
 import type { Settings } from "../../src/config/settings.js";
 import type { Observation } from "../../src/core/index.js";
 import { confluentBatches } from "../support/foreign/batches.js";
@@ -92,7 +91,8 @@ export interface WorldResult {
   codecsOnLog: Record<string, number>;
   codecsSent: Record<string, number>;
   nearLimit: { partition: number; offset: string; onLogIntact: boolean; dlq: { reason: string; sourceTopic: string; originalValueBytes: string }[]; otherDlq: number };
-  restore: ReplaySummary;
+  /** Redis emptied: the live generation before, the one the folds made by themselves, and how long that took. */
+  restore: { generationBefore: string | null; generationAfter: string | null; rebuiltAfterMs: number };
   /** Records on the log not yet committed by the group when Redis was emptied (the fold was mid-traffic). */
   backlogAtFlush: number;
   killedReplay: { pausedSeen: boolean; generationUnchanged: boolean; resumedAfterMs: number; exitSignal: string | null };
@@ -253,7 +253,7 @@ export async function runWorld(settings: Settings, foreign: ForeignClients, o: W
   const committed = async () => [...(await groupOffsets(admin, settings.group, settings.topic)).values()].reduce((a, v) => a + (v > 0n ? Number(v) : 0), 0);
 
   const faults = { redisFlushes: 0, promotes: 0, replaysKilled: 0, flushedAtCommitted: 0, backlogAtFlush: 0, killedAtCommitted: 0 };
-  let restore: ReplaySummary;
+  let restore: WorldResult["restore"];
   let killedReplay: WorldResult["killedReplay"];
   let finalVerify: ReplaySummary;
   try {
@@ -277,14 +277,20 @@ export async function runWorld(settings: Settings, foreign: ForeignClients, o: W
     const db = Number(new URL(settings.redisUrl).pathname.slice(1) || "0");
     const client = String(await redis.call("CLIENT", "INFO"));
     if (db === 0 || !client.includes(` db=${db} `)) throw new Error(`refusing to FLUSHDB: not a private database (${client.trim()})`);
+    const control = `${settings.prefix}:control`;
+    const generationBefore = await redis.hget(control, "generation");
     await redis.flushdb();
     faults.redisFlushes++;
     log(`world: FLUSHDB at ${faults.flushedAtCommitted}/${planned} committed`);
     gates[4]!.open(); // traffic keeps coming while Redis is empty
-    await ensureSetup(settings); // what an operator runs after losing Redis (FLUSHDB keeps functions; a lost server would not)
-    restore = await runReplay(settings, { verify: true, promote: true, dropAfterSeconds: 0, stallSeconds: 60 }, quietLog);
-    if (restore.promoted) faults.promotes++;
-    log(`world: restored by replay --verify --promote (generation ${restore.rebuiltGeneration}, promoted ${restore.promoted})`);
+    // No operator step: the folds see the loss and rebuild a new generation from the log start by themselves.
+    let generationAfter: string | null = null;
+    const rebuiltAfterMs = await until("the folds to make a new generation", async () => {
+      generationAfter = await redis.hget(control, "generation");
+      return generationAfter !== null && generationAfter !== generationBefore;
+    }, left(), failure);
+    restore = { generationBefore, generationAfter, rebuiltAfterMs };
+    log(`world: the folds rebuild by themselves (generation ${generationBefore} -> ${generationAfter} after ${rebuiltAfterMs} ms)`);
 
     // Fault 2: a replay --promote killed inside its pause; a member that never acknowledges holds it there.
     await until("two thirds of the log committed", async () => (await committed()) >= (2 * planned) / 3, left(), failure);
@@ -408,9 +414,8 @@ export async function runWorld(settings: Settings, foreign: ForeignClients, o: W
       redisFlushes: faults.redisFlushes,
       flushedAt: `${faults.flushedAtCommitted}/${planned}`,
       backlogAtFlush: faults.backlogAtFlush,
-      restorePromoted: restore!.promoted,
+      rebuiltAfterMs: restore!.rebuiltAfterMs,
       promotes: faults.promotes,
-      restoreVerifyFailure: restore!.verify?.failures.map((f) => f.reason) ?? [],
       replaysKilledInPause: faults.replaysKilled,
       killedAt: `${faults.killedAtCommitted}/${planned}`,
       foldsResumedAfterMs: killedReplay!.resumedAfterMs,
