@@ -359,7 +359,7 @@ export class FoldWorker {
     try {
       this.outages.failed("setup", error);
     } catch {
-      throw new MufoldError(`Redis has lacked mufold's function libraries for more than ${this.settings.outageToleranceSeconds}s (MUFOLD_OUTAGE_TOLERANCE_SECONDS): run \`mufold setup\` as a Redis admin, then start the fold again`, { retriable: false, cause: error });
+      throw new MufoldError(`${error.message} (waited ${this.settings.outageToleranceSeconds}s, MUFOLD_OUTAGE_TOLERANCE_SECONDS; start the fold again after setup)`, { retriable: false, cause: error });
     }
   }
 

@@ -36,10 +36,10 @@ export class StaleVersionError extends MufoldError {
   }
 }
 
-/** The store lost state that the fold had written: only a replay can restore it. */
+/** The store lost state that the fold had written while its marks say it was folded: the log is folded into it again. */
 export class StateLostError extends MufoldError {
   constructor(message: string) {
-    super(`${message}; restore it with \`mufold replay --promote\``, { retriable: false });
+    super(`${message}; the live fold folds the log into the generation again from offset 0`, { retriable: false });
   }
 }
 

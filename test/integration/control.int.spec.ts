@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { GenerationMovedError, PauseLostError, PromoteBehindError, StateLostError, TopicOriginError } from "../../src/adapters/redis/errors.js";
+import { GenerationMovedError, PauseLostError, PromoteBehindError, PositionContradictedError, TopicOriginError } from "../../src/adapters/redis/errors.js";
 import { loadFunctions } from "../../src/adapters/redis/functions.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
 import { testSettings } from "../support/pipeline.js";
@@ -116,7 +116,7 @@ describe("control functions", () => {
     await store.seal(generation, "live", new Map([["t:1", 10n]]));
     const { redis } = { redis: store.redis };
     await redis.hset(`${store.prefix}:control`, `mark:${generation}:t:0`, "120");
-    await expect(store.seal(generation, "live", new Map([["t:0", 140n]]), new Map([["t:0", 130n]]))).rejects.toBeInstanceOf(StateLostError);
+    await expect(store.seal(generation, "live", new Map([["t:0", 140n]]), new Map([["t:0", 130n]]))).rejects.toEqual(new PositionContradictedError("behind", generation, "t:0", 130n));
     // Offsets past 2^53 compare exactly (as decimal strings).
     await store.seal(generation, "live", new Map([["t:2", 9007199254740993n]]));
     await store.seal(generation, "live", new Map([["t:2", 9007199254740992n]]));

@@ -213,12 +213,16 @@ describe("the Redis functions are loaded by mufold setup only", () => {
     const observations = workload(92);
     await produce(settings, observations.map(observationMessage));
 
-    await expect(FoldWorker.start(settings, quietLog)).rejects.toThrow(FunctionsMissingError);
-    await expect(FoldWorker.start(settings, quietLog)).rejects.toThrow(new RegExp(`has no function library ${LIBRARY_NAME}: run \`mufold setup\``));
+    // The fold waits for setup within the outage tolerance (not ready meanwhile), then gives up naming it.
+    const impatient = { ...settings, outageToleranceSeconds: 1 };
+    await expect(FoldWorker.start(impatient, quietLog)).rejects.toThrow(new RegExp(`has no function library ${LIBRARY_NAME}: run \`mufold setup\`.*\\(waited 1s, MUFOLD_OUTAGE_TOLERANCE_SECONDS`));
     await expect(runReplay(settings, { verify: true, promote: false }, quietLog)).rejects.toThrow(/run `mufold setup`/);
-    const fold = await mufold(["fold"], settings);
+    const fold = await mufold(["fold"], impatient);
     expect(fold.code).toBe(2);
-    expect(jsonLines(fold.stderr)).toEqual([expect.objectContaining({ level: "fatal", command: "fold", msg: expect.stringMatching(/run `mufold setup`/) })]);
+    expect(jsonLines(fold.stderr)).toEqual([
+      expect.objectContaining({ level: "error", msg: expect.stringMatching(/^waiting for `mufold setup`/) }),
+      expect.objectContaining({ level: "fatal", command: "fold", msg: expect.stringMatching(/run `mufold setup`/) }),
+    ]);
     expect(await libraryNames(admin)).toEqual([]); // none of them loaded anything
 
     const setup = await mufold(["setup", "--skip-topics"], settings);
@@ -254,6 +258,6 @@ describe("the Redis functions are loaded by mufold setup only", () => {
     // Another build's code under the same name is refused at start.
     await ensureSetup(settings);
     await admin.call("FUNCTION", "LOAD", "REPLACE", `${librarySource()}\n-- another build\n`);
-    await expect(FoldWorker.start(settings, quietLog)).rejects.toThrow(new RegExp(`the function library ${LIBRARY_NAME} on Redis at .* is not the one this mufold ships.*run \`mufold setup\``));
+    await expect(FoldWorker.start(impatient, quietLog)).rejects.toThrow(new RegExp(`the function library ${LIBRARY_NAME} on Redis at .* is not the one this mufold ships.*run \`mufold setup\``));
   });
 });

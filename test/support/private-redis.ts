@@ -4,7 +4,7 @@
  * the shared Redis other tests use.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -36,7 +36,8 @@ export class PrivateRedis {
     });
     const deadline = Date.now() + 15_000;
     for (;;) {
-      const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null }).on("error", () => undefined); // refused until it listens
+      probe.on("error", () => undefined); // refused while the server starts: connect() rejects, this is its event
       try {
         await probe.connect();
         if ((await probe.ping()) === "PONG") return;
@@ -65,6 +66,29 @@ export class PrivateRedis {
     await this.down();
     rmSync(this.dir, { recursive: true, force: true });
     mkdirSync(this.dir, { recursive: true });
+    await this.up();
+  }
+
+  /**
+   * A point-in-time backup: SAVE, then a copy of dump.rdb kept aside; returns the copy's path.
+   * Start the server with `--appendonly no`, or a restart loads the AOF instead of the RDB.
+   */
+  async saveRdb(): Promise<string> {
+    const client = new Redis(this.url, { maxRetriesPerRequest: 0 });
+    try {
+      await client.save();
+    } finally {
+      client.disconnect();
+    }
+    const copy = join(this.dir, `backup-${Date.now()}-${Math.random().toString(16).slice(2)}.rdb`); // removed with the server
+    copyFileSync(join(this.dir, "dump.rdb"), copy);
+    return copy;
+  }
+
+  /** Restore a backup from saveRdb: stop the server, put the RDB back, start it again (no save points: stopping saves nothing). */
+  async restoreRdb(copy: string): Promise<void> {
+    await this.down();
+    copyFileSync(copy, join(this.dir, "dump.rdb"));
     await this.up();
   }
 
