@@ -108,7 +108,7 @@ export class FoldWorker {
   private idleTimer: NodeJS.Timeout | undefined;
   private positionTimer: NodeJS.Timeout | undefined;
   /** Partitions to fetch from offset 0 once, for the origin check, before they go on from their marks. */
-  private readonly originUnchecked = new Map<number, "pending" | "sought">();
+  private readonly originUnchecked = new Map<number, "pending" | "sought">(); // "pending": not yet sought to 0
   /** Redis had no generation at start while the group had committed offsets: the first join reports a rebuild. */
   private rebuildingFromStart = false;
   private readonly applier: IdentityApplier;
@@ -457,7 +457,10 @@ export class FoldWorker {
         // Folded, yet the group has no offset: a new group, or the topic was deleted and recreated (its offsets
         // went with it). The first batch must come from offset 0, where the guard compares the record with the
         // generation's origin, before the partition goes on from its mark.
-        if (at > 0n) this.originUnchecked.set(p, "pending");
+        if (at > 0n) {
+          this.originUnchecked.set(p, "sought");
+          this.consumer?.seek(this.settings.topic, p, 0n);
+        }
         continue;
       }
       away.push(`${this.settings.topic}[${p}] committed ${c}, mark ${at}`);
@@ -571,8 +574,10 @@ export class FoldWorker {
           }
         }
         if (from !== position) {
-          // The fetch did not start at the mark (the group's offset, a reset by kafkajs): fetch from the mark.
+          // The fetch did not start at the mark (the group's offset, a reset by kafkajs): fetch from the mark. What
+          // lies below the mark is folded: the group's offset moves up to it, as progress for lag tools.
           this.consumer?.seek(topic, partition, position);
+          if (from < position) this.consumer?.commit(topic, partition, position);
           return;
         }
         this.positions.begin(partition);

@@ -90,7 +90,7 @@ describe("identity store on real Redis", () => {
 
   it("the apply function refuses a stale version and reports lost state", async () => {
     const [batch] = batches([...simulate({ agents: 1, observationsPerAgent: 1, seed: 23 })].map((d) => d.observation), 0);
-    await expect(store.apply(103, batch!.identity, 5, new Map(), [])).rejects.toThrow(/replay --promote/);
+    await expect(store.apply(103, batch!.identity, 5, new Map(), [])).rejects.toThrow(/folds the log into the generation again/);
     await store.apply(103, batch!.identity, 0, new Map([["w:t:0", 0n]]), []);
     await expect(store.apply(103, batch!.identity, 0, new Map(), [])).rejects.toBeInstanceOf(StaleVersionError);
   });

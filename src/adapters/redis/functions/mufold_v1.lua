@@ -202,16 +202,16 @@ local function runs_of(program, nkeys)
   return out
 end
 
--- The runs of mufold_apply_v2, its arguments starting after args[b].
-local function apply_runs(keys, args, b)
+-- The runs of mufold_apply_v2, its arguments starting after args[b]; `name` is the function's, for errors.
+local function apply_runs(keys, args, b, name)
   local k = tonumber(args[b + 2])
   local runs = k and args[b + 3 + 2 * k] and runs_of(args[b + 3 + 2 * k], IDENTITY_KEYS)
-  if not runs then return redis.error_reply('mufold_apply: malformed arguments') end
+  if not runs then return redis.error_reply(name .. ': malformed arguments') end
   -- The program is checked against its operands before the first write (an error reply undoes nothing).
   local operands = 0
   for _, run in ipairs(runs) do operands = operands + OPERANDS[run[1]] * run[3] end
   if b + 3 + 2 * k + operands ~= #args then
-    return redis.error_reply('mufold_apply: the program takes ' .. operands .. ' operands, got ' .. (#args - b - 3 - 2 * k))
+    return redis.error_reply(name .. ': the program takes ' .. operands .. ' operands, got ' .. (#args - b - 3 - 2 * k))
   end
   local i, version = begin(keys, args, k, b)
   if not i then return version end
@@ -238,7 +238,7 @@ local function apply_runs(keys, args, b)
 end
 
 local function apply_v2(keys, args)
-  return apply_runs(keys, args, 0)
+  return apply_runs(keys, args, 0, 'mufold_apply_v2')
 end
 
 -- Offsets are compared as decimal strings (they can pass 2^53, where Lua's doubles lose digits).
@@ -257,7 +257,7 @@ local function apply_v3(keys, args)
     local mark = redis.call('HGET', control, 'mark:' .. args[1] .. ':' .. args[2]) or '0'
     if offset_greater(args[3], mark) then return {-4, 0} end
   end
-  return apply_runs(keys, args, 3)
+  return apply_runs(keys, args, 3, 'mufold_apply_v3')
 end
 
 redis.register_function{function_name = 'mufold_read_v1', callback = read, flags = {'no-writes'}}
