@@ -108,7 +108,7 @@ export class FoldWorker {
   private idleTimer: NodeJS.Timeout | undefined;
   private positionTimer: NodeJS.Timeout | undefined;
   /** Partitions to fetch from offset 0 once, for the origin check, before they go on from their marks. */
-  private readonly originUnchecked = new Map<number, "pending" | "sought">(); // "pending": not yet sought to 0
+  private readonly originUnchecked = new Set<number>();
   /** Redis had no generation at start while the group had committed offsets: the first join reports a rebuild. */
   private rebuildingFromStart = false;
   private readonly applier: IdentityApplier;
@@ -133,17 +133,17 @@ export class FoldWorker {
   ) {
     this.store = writerStore(redis, settings.prefix);
     this.applier = new IdentityApplier(this.store, settings.cacheSize, { cacheMaxBytes: settings.cacheMaxBytes, inFlight: settings.identitiesInFlight, casAttempts: settings.casMaxAttempts });
-    this.guard = new PartitionGuard(this.store, "live", (topic, partition) => this.endOffset(topic, partition));
+    this.guard = new PartitionGuard(this.store, "live", async (topic, partition) => (await this.partitionOffsets(topic, partition)).high);
     this.outages = new OutageClock(settings.outageToleranceSeconds);
   }
 
-  /** A partition's end offset now (rare: only when a batch's high watermark is below the generation's mark). */
-  private async endOffset(topic: string, partition: number): Promise<bigint> {
+  /** A partition's log start and end offsets now (rare: a batch's high watermark below the mark, an origin to check). */
+  private async partitionOffsets(topic: string, partition: number): Promise<{ low: bigint; high: bigint }> {
     const admin = this.kafka.admin();
     await admin.connect();
     try {
-      const offsets = await admin.fetchTopicOffsets(topic);
-      return BigInt(offsets.find((o) => o.partition === partition)?.high ?? "0");
+      const found = (await admin.fetchTopicOffsets(topic)).find((o) => o.partition === partition);
+      return { low: BigInt(found?.low ?? "0"), high: BigInt(found?.high ?? "0") };
     } finally {
       await admin.disconnect();
     }
@@ -458,7 +458,7 @@ export class FoldWorker {
         // went with it). The first batch must come from offset 0, where the guard compares the record with the
         // generation's origin, before the partition goes on from its mark.
         if (at > 0n) {
-          this.originUnchecked.set(p, "sought");
+          this.originUnchecked.add(p);
           this.consumer?.seek(this.settings.topic, p, 0n);
         }
         continue;
@@ -560,16 +560,14 @@ export class FoldWorker {
       try {
         // Refuse a partition whose log is not the one this generation folded, before writing anything.
         await this.guard.check(generation, topic, partition, records, BigInt(ctx.highWatermark), position);
-        const unchecked = this.originUnchecked.get(partition);
-        if (unchecked !== undefined) {
+        if (this.originUnchecked.has(partition)) {
           if (from === 0n && records.length > 0) {
             this.originUnchecked.delete(partition); // the guard found the record at offset 0 to be the origin
-          } else if (unchecked === "sought" && from > 0n) {
+          } else if ((await this.partitionOffsets(topic, partition)).low > 0n) {
             this.originUnchecked.delete(partition);
             this.log.warn("the partition's log no longer starts at offset 0 (retention): its origin cannot be checked", { topic, partition });
           } else {
-            this.originUnchecked.set(partition, "sought");
-            this.consumer?.seek(topic, partition, 0n);
+            this.consumer?.seek(topic, partition, 0n); // (a batch fetched before the join's seek to 0)
             return;
           }
         }

@@ -18,6 +18,7 @@ import { assertFcallRouting, isCluster, masterNodes } from "./connect.js";
 import { APPLY_FUNCTION, CONTROL_FUNCTIONS, GUARDED_APPLY_FUNCTION, READ_FUNCTION } from "./functions.js";
 import { applyResult, classifyRedisError, controlResult } from "./errors.js";
 import { WRITE_GROUP, WriteCoalescer } from "./write-coalescing.js";
+import { EncodedCommand, encodeCommand } from "./encoded-command.js";
 
 export type { StoredIdentity };
 
@@ -48,6 +49,8 @@ export function writerStore(redis: Redis | Cluster, prefix: string): RedisStore 
 
 export class RedisStore implements IdentityStore {
   private readonly coalescer: WriteCoalescer | null;
+  /** Function calls go out as pre-encoded bytes (one node only). */
+  private readonly encoded: boolean;
 
   constructor(
     readonly redis: Redis | Cluster,
@@ -56,6 +59,7 @@ export class RedisStore implements IdentityStore {
   ) {
     if (isCluster(redis)) assertFcallRouting();
     this.coalescer = options.writeGroup === undefined || isCluster(redis) ? null : new WriteCoalescer(redis as Redis, options.writeGroup);
+    this.encoded = !isCluster(redis);
   }
 
   keys(generation: number, identity: string): string[] {
@@ -121,6 +125,9 @@ export class RedisStore implements IdentityStore {
    */
   private async fcall(command: "FCALL" | "FCALL_RO", fn: string, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
+      // One node: the command's RESP bytes written straight into one Buffer (encoded-command.ts); a cluster routes by
+      // the keys among ioredis's arguments.
+      if (this.encoded) return await (this.redis as Redis).sendCommand(new EncodedCommand(command, encodeCommand(command, [fn, keys.length], keys, args)));
       return await this.redis.call(command, fn, keys.length, ...keys, ...args);
     } catch (err) {
       throw classifyRedisError(err, fn);

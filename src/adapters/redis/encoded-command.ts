@@ -1,0 +1,75 @@
+/**
+ * A command written as RESP bytes straight from its arguments into one
+ * Buffer, for the fold's applies on one node. ioredis builds the same bytes by
+ * concatenating a string per argument, copying the argument list, and the
+ * socket then flattens the result: about 3 KB of short-lived strings a record
+ * (docs/benchmarks.md). The Buffer lives outside the V8 heap, so the collector
+ * neither copies nor marks it.
+ *
+ * Only where ioredis routes by the connection, not by the arguments: a Redis
+ * Cluster picks a node from the command's keys, which this command does not
+ * list (the store uses the plain call there).
+ */
+import { Command } from "ioredis";
+
+/** Grown to the largest command seen; every command is copied out of it into a Buffer of its own. */
+let scratch = Buffer.allocUnsafe(64 * 1024);
+
+function reserve(bytes: number, used: number): void {
+  if (used + bytes <= scratch.length) return;
+  const grown = Buffer.allocUnsafe(Math.max(scratch.length * 2, used + bytes));
+  scratch.copy(grown, 0, 0, used);
+  scratch = grown;
+}
+
+/** The RESP array of bulk strings `name`, then every argument of `lists` in order: the bytes Redis reads as this command. */
+export function encodeCommand(name: string, ...lists: readonly (readonly (string | number)[])[]): Buffer {
+  reserve(32, 0);
+  let at = 0;
+  let count = 1;
+  for (const list of lists) count += list.length;
+  scratch[at++] = 0x2a; // *
+  at = putCount(count, at);
+  at = putBulk(name, at);
+  for (const list of lists) for (const arg of list) at = putBulk(typeof arg === "string" ? arg : String(arg), at);
+  // Its own copy: a command may wait in the offline queue and be written again after a reconnect.
+  return Buffer.from(scratch.subarray(0, at));
+}
+
+/** `n` in decimal, then CRLF (no string made for the number). */
+function putCount(n: number, at: number): number {
+  const start = at;
+  do {
+    scratch[at++] = 0x30 + (n % 10);
+    n = Math.floor(n / 10);
+  } while (n > 0);
+  scratch.subarray(start, at).reverse();
+  scratch[at++] = 0x0d;
+  scratch[at++] = 0x0a;
+  return at;
+}
+
+function putBulk(text: string, at: number): number {
+  const length = Buffer.byteLength(text, "utf8");
+  reserve(length + 32, at);
+  scratch[at++] = 0x24; // $
+  at = putCount(length, at);
+  at += scratch.write(text, at, "utf8");
+  scratch[at++] = 0x0d;
+  scratch[at++] = 0x0a;
+  return at;
+}
+
+/** A command whose bytes are already encoded; its reply is read as ioredis reads `call`'s (UTF-8 strings). */
+export class EncodedCommand extends Command {
+  constructor(
+    name: string,
+    private readonly bytes: Buffer,
+  ) {
+    super(name, [], { replyEncoding: "utf8" });
+  }
+
+  override toWritable(): Buffer {
+    return this.bytes;
+  }
+}
