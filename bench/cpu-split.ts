@@ -8,16 +8,21 @@
  * busy cores. Times come from /proc (Linux): elsewhere they are null, never a
  * guess.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { PerformanceObserver } from "node:perf_hooks";
 
 /** Clock ticks per second of /proc's utime and stime (USER_HZ: 100 on Linux). */
 const USER_HZ = 100;
 
-/** utime + stime of a /proc stat line, in seconds (the fields after the command's closing parenthesis). */
-function statSeconds(path: string): number {
+/** The fields of a /proc stat file after the command's closing parenthesis (state, ppid, ...: field 3 onwards). */
+function statFields(path: string): string[] {
   const text = readFileSync(path, "utf8");
-  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  return text.slice(text.lastIndexOf(")") + 2).split(" ");
+}
+
+/** utime + stime of a /proc stat line, in seconds. */
+function statSeconds(path: string): number {
+  const fields = statFields(path);
   return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
 }
 
@@ -28,6 +33,33 @@ export function processCpuSeconds(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * CPU seconds (all threads) of each running child of this process with `arg` among its arguments, by pid; null off
+ * Linux. A child's time is readable only until it exits (then it goes to this process's cutime, mixed with every
+ * other child's): read it while the child still runs.
+ */
+export function childProcessesCpuSeconds(arg: string): Map<number, number> | null {
+  let names: string[];
+  try {
+    names = readdirSync("/proc");
+  } catch {
+    return null;
+  }
+  const found = new Map<number, number>();
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const fields = statFields(`/proc/${name}/stat`);
+      if (Number(fields[1]) !== process.pid) continue;
+      if (!readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").includes(arg)) continue;
+      found.set(Number(name), (Number(fields[11]) + Number(fields[12])) / USER_HZ);
+    } catch {
+      // exited meanwhile, or not ours to read
+    }
+  }
+  return found;
 }
 
 /** CPU seconds of this process's main thread and of all its threads together (ended ones included), or null off Linux. */

@@ -75,7 +75,6 @@ export async function runNaivePeer(opts: {
   const started = Date.now();
   let output: PeerOutput;
   try {
-    // prettier-ignore
     output = await runScript(python, [
       PEER_SCRIPT,
       "--brokers", opts.brokers,

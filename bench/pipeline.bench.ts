@@ -1,33 +1,65 @@
 /**
- * Pipeline benchmarks, each a ratio measured in one run on this machine:
+ * Pipeline benchmarks, each a ratio or a CPU cost measured in one run on this machine (2 cores, shared with the broker
+ * and Redis: judge the ratios and the CPU per record, not the wall-clock rates):
  *   1. fold throughput vs raw kafkajs consumption vs kcat consumption of the same topic (and the fold
- *      again on a second topic, once the process has run every step of 1 and 4: its CPU warm)
+ *      again on a second topic, once the process has run every step of 1 and 4: its CPU warm); the live fold with two
+ *      worker processes at saturation, by CPU
  *   2. end-to-end observations/s (produce -> visible in Redis), two workers
  *   3. produce-to-readback latency p50/p99 at a fixed offered load
- *   4. replay rate (one process, then --workers 2; each verified) vs live fold rate
- *   5. worker memory vs number of identities, at a fixed cache size
+ *   4. replay rate (one process, then --workers 2; each verified) vs live fold rate and raw consumption, and the CPU
+ *      per record of one replay process against two
+ *   5. worker memory vs number of identities, at a fixed cache size (--million: and a million identities in 256 MB)
  *   6. Redis memory per delivery and per identity
  *
  *   7. IdentityModel.plan per new delivery at 10 and 1,000 held deliveries (bench/plan.bench.ts, pure)
  *   8. core vs the Python reference (bench/core.bench.ts, spawned; needs .cache/reference-venv)
+ *   9. the fold vs a naive Python peer (bench/naive-peer.ts: loopx re-reducing every touched identity per batch)
  *
  *   npx tsx bench/pipeline.bench.ts [--records 100000] [--latency-rate 2000,5000] [--latency-seconds 10]
- *       [--memory-identities 10000,100000] [--cache-size 10000] [--plan-samples 200] [--plan-rounds 5] [--core-repeat 30]
- *       [--steps fold,e2e,latency,memory,plan,core] [--skip-core] [--json FILE]
+ *       [--memory-identities 10000,100000] [--cache-size 10000] [--million] [--peer-records 20000]
+ *       [--plan-samples 200] [--plan-rounds 5] [--core-repeat 30]
+ *       [--steps fold,peer,e2e,latency,memory,plan,core] [--skip-core] [--json FILE]
  *
- * --steps runs only the named steps (default: all; --skip-core drops `core`): fold is 1 + 4 + 6, e2e 2,
+ * --steps runs only the named steps (default: all; --skip-core drops `core`): fold is 1 + 4 + 6, peer 9, e2e 2,
  * latency 3, memory 5, plan 7, core 8. The JSON's keys of a step not run are null.
  *
- * --json FILE writes every measurement as one JSON object (the issue 10 keys; null
+ * Issue 35's keys (the bounds are judged on them, never on a rate alone):
+ * - replay_over_raw: the one-process replay's records/s over raw kafkajs consumption's, same topic, same run.
+ * - replay_cpu_us_per_record: the one-process replay's CPU (this process, all threads: process.cpuUsage(), user +
+ *   system) from runReplay's start until it has applied every record (before verify), over the records.
+ *   replay_2_workers_cpu_us_per_record: the same stretch with --workers 2, summed over every replay process: this one
+ *   (coordinator, reading its share) and the spawned replay worker (its /proc/<pid>/stat utime + stime, read while it
+ *   still runs, the moment the last record is applied: its whole life so far, Node's start and compiling included).
+ *   Bound: the second ≤ 1.15 × the first.
+ * - fold_2_workers_cpu_us_per_record: two `mufold fold` processes (spawned as deployed, the warm-up off as in the
+ *   one-worker fold) join an empty topic of 12 partitions; a fleet pause (what a promote takes) holds them while the
+ *   fold's records are produced, then is released on the whole backlog: saturation. Both workers' CPU (/proc utime +
+ *   stime) from before the first record is produced (every fetch and decode inside, the paused polling too) until the
+ *   group has committed every record, summed, over the records. Bound: ≤ 1.15 × worker_cpu_us_per_record (the
+ *   in-process one-worker fold of the same records, from its start to caught up).
+ * - rss_mib_at_1m_identities (--million, opt-in: ~4-5 minutes here): a worker started with --max-old-space-size=256
+ *   and the cache at its default folds 1,000,000 one-observation identities; its RSS once caught up, null with
+ *   rss_1m_worker_survived false when it died first (out of memory).
+ * - mufold_over_naive_loopx_fold: the fold's records/s over the naive peer's on the same records. Both read one topic
+ *   to its end from offset 0: the fold step's topic, or, with --peer-records N below --records (the peer re-reduces every
+ *   touched identity over all its deliveries: slow), a topic holding exactly the fold step's first N records (the same
+ *   workload, seed and partitions). The fold is an in-process FoldWorker with a fresh group and prefix, timed from
+ *   FoldWorker.start (connect, join) until its group has committed every record; it runs twice and the second is
+ *   taken (V8 warm, as a running worker is; the Python peer has no JIT to warm). The peer's clock runs from its
+ *   subscribe (the join included) to its last Redis write, after its interpreter started and connected; it must store
+ *   the embedded reducer's bytes (runNaivePeer checks a sample).
+ * replay_over_live and replay_2_workers_over_1 are still printed and written: wall-clock ratios, no longer bounds.
+ *
+ * --json FILE writes every measurement as one JSON object (the issue 10 and issue 35 keys; null
  * for what this run could not measure), and the pictures drawn from it
  * (bench/render-charts.ts: bench-*.svg in FILE's folder). Run `npm run build`
  * first: the spawned workers run bin/mufold.js from dist/.
  *
  * Needs KAFKA_BROKERS / REDIS_URL (defaults 127.0.0.1). The fold step uses the kcat on PATH; without one it runs
  * scripts/setup-foreign.sh first, as the foreign-client tests do (it installs kcat with apt-get, and the foreign
- * clients' Python venv, or says what to install).
+ * clients' Python venv, or says what to install). The peer step runs the peer in that venv (made the same way).
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import kafkajs from "kafkajs";
 import { writeFileSync } from "node:fs";
 import { dirname } from "node:path";
@@ -38,17 +70,21 @@ import { ReliableProducer, type OutMessage } from "../src/adapters/kafka/produce
 import { ensureTopics } from "../src/adapters/kafka/topics.js";
 import { ensureSetup } from "../src/adapters/redis/functions.js";
 import { RedisStore } from "../src/adapters/redis/store.js";
-import type { Settings } from "../src/config/settings.js";
+import { SETTINGS, type Settings } from "../src/config/settings.js";
 import { indexKey } from "../src/fold/keys.js";
+import { connectRedis } from "../src/adapters/redis/connect.js";
+import { FleetPause } from "../consumers/fleet-pause.js";
+import { WORKER_NODE_FLAGS, mufoldBin } from "../consumers/fold-process.js";
 import { FoldWorker } from "../consumers/fold-worker.js";
 import { runReplay } from "../consumers/replay.js";
 import { observationMessage } from "../producers/observation-message.js";
 import { openSender } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
 import { nodeFlagsInEffect, runUnderMufoldFlags } from "./mufold-flags.js";
+import { runNaivePeer } from "./naive-peer.js";
 import { measurePlans } from "./plan.bench.js";
 import { writeBenchmarkCharts } from "./render-charts.js";
-import { processCpuSeconds, startMachineCpu, startThreadSplit, type ThreadSplit } from "./cpu-split.js";
+import { childProcessesCpuSeconds, processCpuSeconds, startMachineCpu, startThreadSplit, type ThreadSplit } from "./cpu-split.js";
 import { startHeapTraffic, type HeapTraffic } from "./heap-traffic.js";
 import { infoNumber, redisCpuSeconds, redisInfo } from "./redis-info.js";
 import { servicePid } from "../test/support/services/pidfiles.js";
@@ -67,16 +103,18 @@ const { values } = parseArgs({
     "latency-seconds": { type: "string", default: "10" },
     "memory-identities": { type: "string", default: "10000,100000" },
     "cache-size": { type: "string", default: "10000" },
+    million: { type: "boolean", default: false },
+    "peer-records": { type: "string", default: "20000" },
     "plan-samples": { type: "string", default: "200" },
     "plan-rounds": { type: "string", default: "5" },
     "core-repeat": { type: "string", default: "30" },
     "skip-core": { type: "boolean", default: false },
-    steps: { type: "string", default: "fold,e2e,latency,memory,plan,core" },
+    steps: { type: "string", default: "fold,peer,e2e,latency,memory,plan,core" },
     json: { type: "string" },
   },
 });
 const RECORDS = Number(values.records);
-const STEPS = ["fold", "e2e", "latency", "memory", "plan", "core"] as const;
+const STEPS = ["fold", "peer", "e2e", "latency", "memory", "plan", "core"] as const;
 const steps = new Set(String(values.steps).split(",").map((x) => x.trim()));
 for (const step of steps) if (!(STEPS as readonly string[]).includes(step)) throw new Error(`--steps: unknown step ${step} (the steps: ${STEPS.join(",")})`);
 if (values["skip-core"]) steps.delete("core");
@@ -84,7 +122,7 @@ const run = (step: (typeof STEPS)[number]) => steps.has(step);
 // Before anything is produced: a machine without kcat gets it installed, or a message saying how, not a spawn error.
 const kcatPath = run("fold") ? (kcatOnPath() ?? ensureForeignClients().kcat) : "";
 const startedAt = Date.now();
-/** The JSON result: issue 10's keys (null = not measured in this run), plus the raw points behind them. */
+/** The JSON result: issue 10's and 35's keys (null = not measured in this run), plus the raw points behind them. */
 const result: Record<string, unknown> = {
   command: ["npx tsx bench/pipeline.bench.ts", ...process.argv.slice(2)].join(" "),
   measured_at: new Date().toISOString(),
@@ -94,12 +132,15 @@ const result: Record<string, unknown> = {
   node_flags: nodeFlagsInEffect(),
   records: RECORDS,
   steps: STEPS.filter(run),
-  // Issue 10's keys, null until (and unless) the step that measures them runs.
+  // Issue 10's and 35's keys, null until (and unless) the step that measures them runs.
   ...Object.fromEntries(
     [
       "fold_records_per_s", "raw_kafkajs_records_per_s", "fold_over_raw", "worker_cpu_us_per_record", "e2e_obs_per_s", "latency_p99_ms_at_2000",
       "latency_p99_ms_at_5000", "replay_over_live", "replay_2_workers_over_1", "rss_mib_at_10k_identities", "rss_mib_at_300k_identities",
       "redis_bytes_per_delivery", "plan_us_per_delivery_n10", "plan_us_per_delivery_n1000", "core_over_reference_300", "core_over_reference_1000",
+      // issue 35's
+      "replay_over_raw", "replay_cpu_us_per_record", "replay_2_workers_cpu_us_per_record", "fold_2_workers_cpu_us_per_record",
+      "rss_mib_at_1m_identities", "mufold_over_naive_loopx_fold",
     ].map((key) => [key, null]),
   ),
 };
@@ -156,7 +197,7 @@ function kcat(settings: Settings, path: string): number {
  * split between the main thread and the others (cpu-split.ts), its young generation's traffic (heap-traffic.ts), and
  * the CPU Redis and the broker spent meanwhile.
  */
-async function foldOnce(settings: Settings): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic; redisUs: number; brokerUs: number | null }> {
+async function foldOnce(settings: Settings, records = RECORDS): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic; redisUs: number; brokerUs: number | null }> {
   const broker = brokerPid();
   const redis0 = await redisCpuSeconds(settings.redisUrl);
   const broker0 = broker === null ? null : processCpuSeconds(broker);
@@ -169,13 +210,34 @@ async function foldOnce(settings: Settings): Promise<{ seconds: number; cpuUs: n
   const worker = await FoldWorker.start({ ...settings, warmUpRecords: 0 }, quietLog);
   await waitCaughtUp(settings, 1_800_000);
   const cpu = process.cpuUsage(cpu0);
-  const threads = split.stop(RECORDS);
-  const traffic = heap.stop(RECORDS);
+  const threads = split.stop(records);
+  const traffic = heap.stop(records);
   const seconds = (Date.now() - t0) / 1000;
   const broker1 = broker === null ? null : processCpuSeconds(broker);
-  const redisUs = ((await redisCpuSeconds(settings.redisUrl)) - redis0) * 1e6 / RECORDS;
+  const redisUs = ((await redisCpuSeconds(settings.redisUrl)) - redis0) * 1e6 / records;
   await worker.stop();
-  return { seconds, cpuUs: cpu.user + cpu.system, split: threads, traffic, redisUs, brokerUs: broker0 === null || broker1 === null ? null : ((broker1 - broker0) * 1e6) / RECORDS };
+  return { seconds, cpuUs: cpu.user + cpu.system, split: threads, traffic, redisUs, brokerUs: broker0 === null || broker1 === null ? null : ((broker1 - broker0) * 1e6) / records };
+}
+
+/**
+ * The peer step's fold: one in-process FoldWorker (no warm-up, as foldOnce's) over the whole topic, timed from its
+ * start until it has applied every record (its counters count a batch once it is written to Redis; the offsets'
+ * commit after that is left out, as the peer commits none), and the identities it made.
+ */
+async function foldUntilApplied(settings: Settings, records: number): Promise<{ seconds: number; identities: number }> {
+  const t0 = Date.now();
+  const worker = await FoldWorker.start({ ...settings, warmUpRecords: 0 }, quietLog);
+  try {
+    const deadline = t0 + 1_800_000;
+    while (worker.counters.consumed < records) {
+      if (Date.now() > deadline) throw new Error(`the fold applied ${worker.counters.consumed} of ${records} records in 30 minutes`);
+      await sleep(2);
+    }
+    const seconds = (Date.now() - t0) / 1000;
+    return { seconds, identities: await liveIdentities(settings) };
+  } finally {
+    await worker.stop();
+  }
 }
 
 /** The pid of the broker `infra/` started (its pid file), or null for a broker of somebody else's. */
@@ -204,17 +266,32 @@ async function liveIdentities(settings: Settings): Promise<number> {
  * rebuild itself: from the start of the replay until it has applied every record (before verify's pause), and
  * the machine's busy cores over that stretch (cpu-split.ts: when they are all of its cores, more replay
  * processes cannot help on this machine), and this process's CPU per record by thread over the same stretch
- * (the whole replay's with one process; with more, this process reads only its share).
+ * (the whole replay's with one process; with more, this process reads only its share). `cpuUs`: the CPU of every
+ * replay process over that stretch, µs per record: this one's (process.cpuUsage, all threads) and that of the replay
+ * worker processes it spawned (/proc, read while they run: from their start), null when they could not be read.
  */
-async function verifiedReplay(settings: Settings, workers: number): Promise<{ rate: number; machine: { busy: number; cores: number } | null; split: ThreadSplit | null }> {
+async function verifiedReplay(
+  settings: Settings,
+  workers: number,
+): Promise<{ rate: number; machine: { busy: number; cores: number } | null; split: ThreadSplit | null; cpuUs: { own: number; workers: number } | null }> {
   const meter = startMachineCpu();
   const threads = startThreadSplit();
+  const cpu0 = process.cpuUsage();
   let machine: { busy: number; cores: number } | null | undefined;
   let split: ThreadSplit | null = null;
+  // (not narrowed to null after the await: it is set in the callback)
+  let cpuUs = null as { own: number; workers: number } | null;
   const onProgress = (p: { consumed: number }) => {
     if (machine === undefined && p.consumed >= RECORDS) {
       machine = meter.stop();
       split = threads.stop(RECORDS);
+      const own = process.cpuUsage(cpu0);
+      // consumers/replay-workers.ts spawns each as `mufold.js replay --internal-worker`.
+      const children = workers > 1 ? childProcessesCpuSeconds("--internal-worker") : new Map<number, number>();
+      if (children !== null && children.size === workers - 1) {
+        const childSeconds = [...children.values()].reduce((a, b) => a + b, 0);
+        cpuUs = { own: (own.user + own.system) / RECORDS, workers: (childSeconds * 1e6) / RECORDS };
+      }
     }
   };
   const summary = await runReplay(settings, { verify: true, promote: false, keepShadow: false, workers, onProgress }, quietLog);
@@ -222,7 +299,79 @@ async function verifiedReplay(settings: Settings, workers: number): Promise<{ ra
     const failures = JSON.stringify(summary.verify?.failures.slice(0, 5));
     throw new Error(`replay --verify with ${workers} worker(s): verified ${summary.verified}, ${summary.mismatches} mismatches, ${summary.records} of ${RECORDS} records: ${failures}`);
   }
-  return { rate: Math.round(summary.records / summary.rebuildSeconds), machine: machine ?? null, split };
+  return { rate: Math.round(summary.records / summary.rebuildSeconds), machine: machine ?? null, split, cpuUs };
+}
+
+/**
+ * The fixed part of a replay worker process's CPU, apart: one started as consumers/replay-workers.ts starts them and
+ * read (/proc) once it says it is ready for its job (Node's start and mufold's modules loaded); ms, null without /proc.
+ */
+async function replayWorkerStartCpuMs(): Promise<number | null> {
+  const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, mufoldBin(), "replay", "--internal-worker"], { stdio: ["ignore", "ignore", "inherit", "ipc"], serialization: "advanced" });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  // (a promise settles once: the exit after the ready below rejects nothing)
+  const seconds = await new Promise<number | null>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("exit", (code, signal) => reject(new Error(`a replay worker exited before it was ready (code ${code}, signal ${signal})`)));
+    child.on("message", (m: { type?: string }) => {
+      if (m.type === "ready") resolve(processCpuSeconds(child.pid!));
+    });
+  });
+  child.disconnect(); // a worker whose coordinator is gone exits
+  await exited;
+  return seconds === null ? null : seconds * 1000;
+}
+
+/**
+ * The live fold with two worker processes at saturation (issue 35): two `mufold fold` processes, spawned as deployed
+ * but without the warm-up (as foldOnce's worker), join an empty topic of 12 partitions; a fleet pause (a promote's)
+ * holds them while `messages` are produced, and its release gives them the whole backlog at once. Each worker's CPU
+ * (/proc utime + stime, all threads) from before the first record is produced until the group has committed every
+ * record, µs per record of the topic (`pausedUs`: the part of it spent before the release: fetching, decoding and
+ * holding the first batches, polling the pause), and the wall seconds from the release to caught up.
+ */
+async function foldTwoWorkers(messages: OutMessage[]): Promise<{ seconds: number; cpuUs: number[] | null; pausedUs: number | null }> {
+  const settings = { ...testSettings(), partitions: 12 };
+  const records = messages.length;
+  const admin = createKafka({ brokers: settings.brokers, clientId: "bench" }).admin();
+  await admin.connect();
+  const redis = connectRedis(settings.redisUrl);
+  const workers: ChildProcess[] = [];
+  try {
+    await ensureTopics(admin, [{ topic: settings.topic, partitions: 12 }, { topic: `${settings.topic}.dlq`, partitions: 12 }]);
+    for (let i = 0; i < 2; i++) workers.push(spawnWorker(settings, { MUFOLD_WARM_UP_RECORDS: "0" }));
+    // A worker that dies (rather than a group that never catches up) ends the step at once, with its exit.
+    const died = new Promise<never>((_, reject) => {
+      for (const w of workers) w.once("exit", (code, signal) => reject(new Error(`a fold worker of the two-worker fold exited (code ${code}, signal ${signal})`)));
+    });
+    died.catch(() => undefined);
+    await Promise.race([waitForMembers(settings, 2), died]);
+    const pause = await FleetPause.take(new RedisStore(redis, settings.prefix), settings.pauseLeaseSeconds, quietLog);
+    await Promise.race([pause.awaitAcks(admin, settings.group, 60), died]);
+    const cpuNow = () => workers.map((w) => processCpuSeconds(w.pid!));
+    const before = cpuNow();
+    await produceAll(settings, messages);
+    const released = cpuNow();
+    await pause.release();
+    const t0 = Date.now();
+    await Promise.race([waitCaughtUp(settings, 1_800_000), died]);
+    const seconds = (Date.now() - t0) / 1000;
+    const after = cpuNow();
+    const us = (from: (number | null)[], to: (number | null)[]) => from.map((x, i) => (x === null || to[i] === null ? null : ((to[i]! - x) * 1e6) / records));
+    const total = us(before, after);
+    const paused = us(before, released);
+    return {
+      seconds,
+      cpuUs: total.some((x) => x === null) ? null : (total as number[]),
+      pausedUs: paused.some((x) => x === null) ? null : (paused as number[]).reduce((a, b) => a + b, 0),
+    };
+  } finally {
+    // (`died` rejects now, caught: nothing waits on it any more)
+    for (const w of workers) await stopWorker(w);
+    await redis.quit();
+    await admin.disconnect();
+    await dropPrefix(settings);
+  }
 }
 
 async function redisNetInput(redisUrl: string): Promise<number> {
@@ -236,10 +385,14 @@ async function redisMemory(redisUrl: string): Promise<number> {
 // As `mufold setup` would (once, on the benchmarks' Redis): the folds and the replay only check for the functions.
 await ensureSetup(testSettings());
 
+// The fold step's topic and records, for the peer step.
+let foldTopic: { settings: Settings; messages: OutMessage[] } | undefined;
+
 // 1 + 4 + 6: one topic, consumed four ways.
 if (run("fold")) {
   const settings = { ...testSettings(), partitions: 12 };
   const messages = workload(RECORDS, 500, 50, 1); // ~500 x (RECORDS/500/50) identities
+  if (run("peer")) foldTopic = { settings, messages };
   const produceSeconds = await produceAll(settings, messages);
   out("produce (one producer, idempotent, acks=all, zstd)", Math.round(RECORDS / produceSeconds), "observations/s");
   const raw = await rawKafkajs(settings, RECORDS);
@@ -249,9 +402,12 @@ if (run("fold")) {
   const { seconds: fold, cpuUs, split, traffic, redisUs, brokerUs } = await foldOnce(settings);
   const netAfter = await redisNetInput(settings.redisUrl);
   const memAfter = await redisMemory(settings.redisUrl);
-  const { rate: replay1, machine: machine1, split: replaySplit } = await verifiedReplay(settings, 1);
-  const { rate: replay2, machine: machine2 } = await verifiedReplay(settings, 2);
+  const { rate: replay1, machine: machine1, split: replaySplit, cpuUs: replayCpu1 } = await verifiedReplay(settings, 1);
+  const { rate: replay2, machine: machine2, cpuUs: replayCpu2 } = await verifiedReplay(settings, 2);
+  const replayWorkerStartMs = await replayWorkerStartCpuMs();
   const identities = await liveIdentities(settings);
+  // The same records again, on a topic of their own, folded by two worker processes at saturation.
+  const fold2 = await foldTwoWorkers(messages);
   // A second topic of the same shape, folded by this process after everything above: the first fold's CPU includes V8
   // compiling the engine (a fixed cost a long-running worker pays once), this one is a worker that has run a while.
   const warmSettings = { ...testSettings(), partitions: 12 };
@@ -266,6 +422,23 @@ if (run("fold")) {
   out("replay, --workers 2 (this process and one worker process, verified)", replay2, "records/s");
   out("replay / live fold", (replay1 / (RECORDS / fold)).toFixed(2), "ratio");
   out("replay two workers / one", (replay2 / replay1).toFixed(2), "ratio");
+  out("replay / raw kafkajs consumption", (replay1 / (RECORDS / raw)).toFixed(3), "ratio");
+  const cpuCell = (us: number | null) => (us === null ? "not measured (no /proc)" : us.toFixed(1));
+  const replayCpuUs1 = replayCpu1 === null ? null : replayCpu1.own + replayCpu1.workers;
+  const replayCpuUs2 = replayCpu2 === null ? null : replayCpu2.own + replayCpu2.workers;
+  out("replay CPU per record, one process (user + system, start to last record applied)", cpuCell(replayCpuUs1), "µs");
+  out(
+    "replay CPU per record, --workers 2: both processes summed (this one / the replay worker, from its start)",
+    replayCpu2 === null ? "not measured (no /proc)" : `${replayCpuUs2!.toFixed(1)} (${replayCpu2.own.toFixed(1)} / ${replayCpu2.workers.toFixed(1)})`,
+    "µs",
+  );
+  const ratioCell = (a: number | null, b: number | null) => (a === null || b === null ? "not measured" : (a / b).toFixed(3));
+  out("  two replay processes' CPU per record / one's (bound ≤ 1.15)", ratioCell(replayCpuUs2, replayCpuUs1), "ratio");
+  out(
+    "  of the replay worker's: its start to ready (Node, mufold's modules; measured apart), per record of the topic",
+    replayWorkerStartMs === null ? "not measured (no /proc)" : ((replayWorkerStartMs * 1000) / RECORDS).toFixed(1),
+    `µs (${replayWorkerStartMs === null ? "?" : Math.round(replayWorkerStartMs)} ms of CPU once)`,
+  );
   const threadCells = (s: ThreadSplit | null) => (s === null ? "not measured (no /proc)" : `${s.mainUs.toFixed(1)} / ${s.otherUs.toFixed(1)} / ${s.gcPauseUs.toFixed(1)}`);
   out("  the one-process replay's CPU per record: its main thread / its other threads / main-thread GC pauses", threadCells(replaySplit), "µs");
   const busy = (m: { busy: number } | null) => (m === null ? "not measured" : m.busy.toFixed(2));
@@ -278,6 +451,13 @@ if (run("fold")) {
   out("  young generation per record: allocated / survived scavenges / of which promoted (heap-traffic.ts)", `${traffic.allocatedBytes} / ${traffic.survivedBytes} / ${traffic.promotedBytes}`, `bytes (${traffic.scavenges} scavenges, ${traffic.scavengePauseUs} µs of pauses per record; ${traffic.fullCollections} full collections)`);
   out("worker CPU per record, warm (a second topic of the same shape, folded after the steps above)", Math.round(warm.cpuUs / RECORDS), `µs (${Math.round(RECORDS / warm.seconds)} records/s)`);
   out("  of which its main thread / its other threads / main-thread GC pauses", threadCells(warm.split), "µs");
+  const fold2Us = fold2.cpuUs === null ? null : fold2.cpuUs.reduce((a, b) => a + b, 0);
+  out(
+    "fold, two worker processes at saturation: CPU per record, both summed (each)",
+    fold2.cpuUs === null ? "not measured (no /proc)" : `${fold2Us!.toFixed(1)} (${fold2.cpuUs.map((x) => x.toFixed(1)).join(" + ")})`,
+    `µs (${Math.round(RECORDS / fold2.seconds)} records/s from the release; ${fold2.pausedUs === null ? "?" : fold2.pausedUs.toFixed(1)} µs of it before the release)`,
+  );
+  out("  two workers' CPU per record / the one in-process worker's (bound ≤ 1.15)", ratioCell(fold2Us, cpuUs / RECORDS), "ratio");
   out("Redis CPU per record during the fold / the broker's", `${redisUs.toFixed(1)} / ${brokerUs === null ? "not measured" : brokerUs.toFixed(1)}`, "µs");
   out("Redis input bytes per delivery (total_net_input_bytes, whole server)", Math.round((netAfter - netBefore) / RECORDS), "bytes");
   Object.assign(result, {
@@ -302,8 +482,20 @@ if (run("fold")) {
     worker_other_threads_us_per_record_warm: warm.split === null ? null : round(warm.split.otherUs, 1),
     redis_cpu_us_per_record_during_fold: round(redisUs, 1),
     broker_cpu_us_per_record_during_fold: brokerUs === null ? null : round(brokerUs, 1),
+    fold_2_workers_cpu_us_per_record: fold2Us === null ? null : round(fold2Us, 1),
+    fold_2_workers_cpu_us_per_record_by_worker: fold2.cpuUs?.map((x) => round(x, 1)) ?? null,
+    fold_2_workers_paused_cpu_us_per_record: fold2.pausedUs === null ? null : round(fold2.pausedUs, 1),
+    fold_2_workers_records_per_s: Math.round(RECORDS / fold2.seconds),
+    fold_2_workers_cpu_over_1: fold2Us === null ? null : round(fold2Us / (cpuUs / RECORDS), 3),
     replay_records_per_s: replay1,
     replay_over_live: round(replay1 / (RECORDS / fold), 3),
+    replay_over_raw: round(replay1 / (RECORDS / raw), 3),
+    replay_cpu_us_per_record: replayCpuUs1 === null ? null : round(replayCpuUs1, 1),
+    replay_2_workers_cpu_us_per_record: replayCpuUs2 === null ? null : round(replayCpuUs2, 1),
+    replay_2_workers_coordinator_cpu_us_per_record: replayCpu2 === null ? null : round(replayCpu2.own, 1),
+    replay_2_workers_worker_cpu_us_per_record: replayCpu2 === null ? null : round(replayCpu2.workers, 1),
+    replay_worker_start_cpu_ms: replayWorkerStartMs === null ? null : Math.round(replayWorkerStartMs),
+    replay_2_workers_cpu_over_1: replayCpuUs1 === null || replayCpuUs2 === null ? null : round(replayCpuUs2 / replayCpuUs1, 3),
     replay_2_workers_records_per_s: replay2,
     replay_2_workers_over_1: round(replay2 / replay1, 3),
     replay_2_workers_over_live: round(replay2 / (RECORDS / fold), 3),
@@ -319,6 +511,53 @@ if (run("fold")) {
     redis_net_input_bytes_per_delivery: Math.round((netAfter - netBefore) / RECORDS),
   });
   await dropPrefix(settings);
+}
+
+// 9: the fold against a naive Python peer, on the same records (the header says how the two are timed).
+if (run("peer")) {
+  const n = Math.min(Number(values["peer-records"]), RECORDS);
+  let topic: Settings;
+  if (foldTopic !== undefined && n === RECORDS) {
+    topic = foldTopic.settings;
+  } else {
+    // The fold step's first n records (the same workload and seed), alone on a topic of the same shape.
+    topic = { ...testSettings(), partitions: 12 };
+    await produceAll(topic, (foldTopic?.messages ?? workload(RECORDS, 500, 50, 1)).slice(0, n));
+  }
+  foldTopic = undefined;
+  // The fold twice, each with a fresh group and prefix; the second is measured (the first warms V8 up).
+  let mufold: { seconds: number; identities: number } | undefined;
+  for (let round = 0; round < 2; round++) {
+    const fresh = testSettings();
+    const settings = { ...topic, group: fresh.group, prefix: fresh.prefix };
+    mufold = await foldUntilApplied(settings, n);
+    await dropPrefix(settings);
+  }
+  const peer = await runNaivePeer({
+    brokers: topic.brokers.join(","),
+    topic: topic.topic,
+    redisUrl: topic.redisUrl,
+    prefix: testSettings().prefix,
+    reducerVersion: topic.reducerVersion,
+    records: n,
+    timeoutSeconds: 3600,
+  });
+  const mufoldRate = n / mufold!.seconds;
+  out(`fold, one in-process worker, the same ${n} records (start to the last record applied, second of two)`, Math.round(mufoldRate), `records/s (${mufold!.identities} identities)`);
+  out(`naive Python peer (loopx re-reducing each touched identity per batch; subscribe to its last Redis write)`, Math.round(peer.recordsPerSecond), `records/s (${peer.records} records, ${peer.identities} identities, ${peer.skipped} skipped, ${peer.seconds.toFixed(1)} s)`);
+  out("fold / naive peer", (mufoldRate / peer.recordsPerSecond).toFixed(1), "ratio");
+  if (peer.records !== n || peer.identities !== mufold!.identities) {
+    throw new Error(`the peer folded ${peer.records} records into ${peer.identities} identities, the fold ${n} into ${mufold!.identities}: not the same work`);
+  }
+  Object.assign(result, {
+    mufold_over_naive_loopx_fold: round(mufoldRate / peer.recordsPerSecond, 2),
+    peer_records: n,
+    peer_mufold_records_per_s: Math.round(mufoldRate),
+    peer_naive_records_per_s: round(peer.recordsPerSecond, 1),
+    peer_naive_seconds: round(peer.seconds, 2),
+    peer_identities: peer.identities,
+    peer_naive_skipped: peer.skipped,
+  });
 }
 
 // 2: end to end, two worker processes, producing at full speed while they fold.
@@ -429,13 +668,42 @@ const rssPeakByIdentities: Record<string, number | null> = {};
 const MIN_MEAN_SAMPLES = 5;
 const rssMeanByIdentities: Record<string, number | null> = {};
 const rssOf = (pid: number): number => Number(execFileSync("ps", ["-o", "rss=", "-p", String(pid)]).toString().trim()) * 1024;
-for (const n of run("memory") ? String(values["memory-identities"]).split(",").map(Number) : []) {
+const mib = (bytes: number) => Math.round(bytes / 1024 / 1024);
+
+/** Produce n one-observation identities (workload(n, n, 1, seed)'s records), a chunk at a time: a million do not fit at once. */
+async function produceIdentities(settings: Settings, n: number, seed: number): Promise<number> {
+  const t0 = Date.now();
+  const sender = await openSender(settings);
+  let chunk: OutMessage[] = [];
+  let produced = 0;
+  for (const d of simulate({ agents: n, observationsPerAgent: 1, snapshotEvery: 1, duplicateRate: 0.1, conflictRate: 0.01, seed })) {
+    if (produced + chunk.length >= n) break;
+    chunk.push(observationMessage(d.observation));
+    if (chunk.length === 20_000) {
+      await sender.send(chunk);
+      produced += chunk.length;
+      chunk = [];
+    }
+  }
+  if (chunk.length > 0) await sender.send(chunk);
+  await sender.close();
+  return (Date.now() - t0) / 1000;
+}
+
+/**
+ * One spawned worker (`maxOldSpaceMb`, `cacheSize`) folding n one-observation identities: its RSS once the group has
+ * caught up (null when it exited first: `outcome` says how), its peak and mean over the once-a-second samples, and the
+ * seconds to produce and to fold.
+ */
+async function memoryPoint(
+  n: number,
+  cacheSize: string,
+  maxOldSpaceMb: number,
+): Promise<{ rss: number | null; peak: number; mean: number | null; samples: number; outcome: string; produceSeconds: number; foldSeconds: number }> {
   const settings = { ...testSettings(), partitions: 12 };
-  const messages = workload(n, n, 1, 5); // one observation per agent: n identities
-  await produceAll(settings, messages);
-  // Every point with a 384 MB old space: the issue's bound for a worker folding 300k identities (one that runs out
-  // of memory exits before catching up, and its point is null).
-  const child = spawnWorker(settings, { MUFOLD_CACHE_SIZE: String(values["cache-size"]), NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --max-old-space-size=384`.trim() });
+  const produceSeconds = await produceIdentities(settings, n, 5);
+  const t0 = Date.now();
+  const child = spawnWorker(settings, { MUFOLD_CACHE_SIZE: cacheSize, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --max-old-space-size=${maxOldSpaceMb}`.trim() });
   let peak = 0;
   let sum = 0;
   let samples = 0;
@@ -455,20 +723,30 @@ for (const n of run("memory") ? String(values["memory-identities"]).split(",").m
   const exited = new Promise<string>((resolve) => child.once("exit", (code, signal) => resolve(`exited (code ${code}, signal ${signal})`)));
   const outcome = await Promise.race([waitCaughtUp(settings, 1_800_000).then(() => "caught up"), exited]);
   clearInterval(sampler);
+  const foldSeconds = (Date.now() - t0) / 1000;
+  let rss: number | null = null;
   if (outcome === "caught up") {
-    const rss = rssOf(child.pid!);
+    rss = rssOf(child.pid!);
     peak = Math.max(peak, rss);
     await stopWorker(child);
-    out(`worker RSS after folding ${n} identities (cache ${values["cache-size"]}); peak`, `${Math.round(rss / 1024 / 1024)}; ${Math.round(peak / 1024 / 1024)}`, "MiB");
-    rssByIdentities[String(n)] = Math.round(rss / 1024 / 1024);
-  } else {
-    out(`worker RSS after folding ${n} identities (cache ${values["cache-size"]})`, `worker ${outcome} before catching up; peak ${Math.round(peak / 1024 / 1024)}`, "MiB");
-    rssByIdentities[String(n)] = null;
   }
-  rssPeakByIdentities[String(n)] = Math.round(peak / 1024 / 1024);
-  rssMeanByIdentities[String(n)] = samples < MIN_MEAN_SAMPLES ? null : Math.round(sum / samples / 1024 / 1024);
-  out(`worker RSS from spawn to caught up, ${n} identities: mean of ${samples} samples (one a second)`, rssMeanByIdentities[String(n)] ?? `none (fewer than ${MIN_MEAN_SAMPLES})`, "MiB");
   await dropPrefix(settings);
+  return { rss, peak, mean: samples < MIN_MEAN_SAMPLES ? null : sum / samples, samples, outcome, produceSeconds, foldSeconds };
+}
+
+for (const n of run("memory") ? String(values["memory-identities"]).split(",").map(Number) : []) {
+  // Every point with a 384 MB old space: the issue's bound for a worker folding 300k identities (one that runs out
+  // of memory exits before catching up, and its point is null).
+  const p = await memoryPoint(n, String(values["cache-size"]), 384);
+  if (p.rss !== null) {
+    out(`worker RSS after folding ${n} identities (cache ${values["cache-size"]}); peak`, `${mib(p.rss)}; ${mib(p.peak)}`, "MiB");
+  } else {
+    out(`worker RSS after folding ${n} identities (cache ${values["cache-size"]})`, `worker ${p.outcome} before catching up; peak ${mib(p.peak)}`, "MiB");
+  }
+  rssByIdentities[String(n)] = p.rss === null ? null : mib(p.rss);
+  rssPeakByIdentities[String(n)] = mib(p.peak);
+  rssMeanByIdentities[String(n)] = p.mean === null ? null : mib(p.mean);
+  out(`worker RSS from spawn to caught up, ${n} identities: mean of ${p.samples} samples (one a second)`, rssMeanByIdentities[String(n)] ?? `none (fewer than ${MIN_MEAN_SAMPLES})`, "MiB");
 }
 result.rss_mib_by_identities = rssByIdentities;
 result.rss_peak_mib_by_identities = rssPeakByIdentities;
@@ -478,6 +756,29 @@ result.rss_max_old_space_mb = 384;
 // Null when the point was not run (e.g. 300k identities is too long for one run here).
 result.rss_mib_at_10k_identities = rssByIdentities["10000"] ?? null;
 result.rss_mib_at_300k_identities = rssByIdentities["300000"] ?? null;
+
+// 5, --million (issue 35): a million identities in a worker of 256 MB of old space, the cache at its default.
+if (run("memory") && values.million) {
+  const cacheSize = SETTINGS.cacheSize.default;
+  const p = await memoryPoint(1_000_000, cacheSize, 256);
+  const how = `${Math.round(p.produceSeconds)} s to produce, ${Math.round(p.foldSeconds)} s to fold`;
+  out(
+    `worker RSS after folding 1,000,000 identities (--max-old-space-size=256, cache ${cacheSize}); peak`,
+    p.rss === null ? `worker ${p.outcome} before catching up; peak ${mib(p.peak)}` : `${mib(p.rss)}; ${mib(p.peak)}`,
+    `MiB (${how})`,
+  );
+  Object.assign(result, {
+    rss_mib_at_1m_identities: p.rss === null ? null : mib(p.rss),
+    rss_1m_worker_survived: p.rss !== null,
+    rss_1m_worker_outcome: p.outcome,
+    rss_peak_mib_at_1m_identities: mib(p.peak),
+    rss_mean_mib_at_1m_identities: p.mean === null ? null : mib(p.mean),
+    rss_1m_max_old_space_mb: 256,
+    rss_1m_cache_size: Number(cacheSize),
+    rss_1m_produce_seconds: Math.round(p.produceSeconds),
+    rss_1m_fold_seconds: Math.round(p.foldSeconds),
+  });
+}
 
 // 7: IdentityModel.plan for one new delivery, pure and in process.
 if (run("plan")) {

@@ -31,17 +31,34 @@ export function normalizeContext(input: {
   };
 }
 
-const identities = new Map<string, string>();
+/**
+ * Memo of identities, one Map level per context field (agent, project, corpus, surface, retrieval ref, policy
+ * ref, reducer version): a lookup hashes the strings the record already holds, where a joined key would be a
+ * new string every record.
+ */
+type Memo = Map<string, Memo | string>;
+let identities: Memo = new Map();
+let memoized = 0;
+
+function below(level: Memo, part: string): Memo {
+  let next = level.get(part) as Memo | undefined;
+  if (next === undefined) level.set(part, (next = new Map()));
+  return next;
+}
 
 /** `mur_` id of a context; memoized, since the fold asks once per record. */
 export function reducerIdentity(context: ReducerContext): string {
   const s = context.scope;
-  const key = `${s.agent_id}\u0000${s.project_id}\u0000${s.corpus_id}\u0000${s.surface_id}\u0000${context.retrieval_snapshot_ref}\u0000${context.policy_snapshot_ref}\u0000${context.reducer_version}`;
-  let id = identities.get(key);
+  const level = below(below(below(below(below(below(identities, s.agent_id), s.project_id), s.corpus_id), s.surface_id), context.retrieval_snapshot_ref), context.policy_snapshot_ref);
+  let id = level.get(context.reducer_version) as string | undefined;
   if (id === undefined) {
     id = computeReducerIdentity(context);
-    if (identities.size >= 20_000) identities.clear();
-    identities.set(key, id);
+    if (++memoized > 20_000) {
+      identities = new Map();
+      memoized = 0;
+      return id;
+    }
+    level.set(context.reducer_version, id);
   }
   return id;
 }

@@ -125,6 +125,10 @@ function decideSlowly(record: RecordInput, text: string, schema: string | undefi
 /** The key must be the observation's scope key. */
 function decideKey(record: RecordInput, observation: Observation, fingerprint: string, options: DecisionOptions): Accepted | Rejected {
   if (record.key === null || record.key.length === 0) return reject("key_missing", "record has no key");
+  if (isScopeKey(record.key, observation.scope)) {
+    const context = contextOfObservation(observation, options.reducerVersion);
+    return { kind: "accept", observation, fingerprint, identity: identityOf(context), context };
+  }
   let key: string;
   try {
     key = utf8.decode(record.key);
@@ -135,6 +139,29 @@ function decideKey(record: RecordInput, observation: Observation, fingerprint: s
   if (key !== expected) return reject("key_scope_mismatch", `key ${JSON.stringify(key)} is not the scope key ${JSON.stringify(expected)}`);
   const context = contextOfObservation(observation, options.reducerVersion);
   return { kind: "accept", observation, fingerprint, identity: identityOf(context), context };
+}
+
+/**
+ * Whether the key's bytes are the scope key `agent/project/corpus/surface`, compared without decoding the key
+ * or building the scope key (refs are ASCII; a field with any other character takes the decoding path).
+ */
+function isScopeKey(key: Buffer, scope: Observation["scope"]): boolean {
+  let at = keyField(key, 0, scope.agent_id, false);
+  at = keyField(key, at, scope.project_id, true);
+  at = keyField(key, at, scope.corpus_id, true);
+  at = keyField(key, at, scope.surface_id, true);
+  return at === key.length;
+}
+
+/** Where `field` (after a `/` when `slash`) ends in the key from `at`; -1 when the bytes differ. */
+function keyField(key: Buffer, at: number, field: string, slash: boolean): number {
+  if (at < 0) return -1;
+  if (slash && key[at++] !== 0x2f) return -1;
+  for (let j = 0; j < field.length; j++) {
+    const c = field.charCodeAt(j);
+    if (c >= 0x80 || key[at++] !== c) return -1;
+  }
+  return at;
 }
 
 /** The last context and its identity: a batch's records mostly share one identity. */

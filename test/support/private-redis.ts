@@ -36,7 +36,7 @@ export class PrivateRedis {
     });
     const deadline = Date.now() + 15_000;
     for (;;) {
-      const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null }).on("error", () => undefined); // refused until it listens
+      const probe = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
       probe.on("error", () => undefined); // refused while the server starts: connect() rejects, this is its event
       try {
         await probe.connect();

@@ -10,7 +10,7 @@
  * the generation index are single-key commands, each routed by its own key.
  * Whatever walks the keyspace (`scanKeys`, `dropPrefix`) walks every master.
  */
-import type { Cluster, Redis } from "ioredis";
+import { Redis, type Cluster } from "ioredis";
 import { opRuns, type PartOp } from "../../fold/delta.js";
 import { CONTROL_FIELDS, INDEX_KEY_PATTERN, acksKey, changesKey, controlKey, generationOfIndexKey, identityKeys, indexKey, partIndex } from "../../fold/keys.js";
 import type { IdentityStore, PositionGuard, StoredIdentity } from "../../fold/identity-store.js";
@@ -59,7 +59,7 @@ export class RedisStore implements IdentityStore {
   ) {
     if (isCluster(redis)) assertFcallRouting();
     this.coalescer = options.writeGroup === undefined || isCluster(redis) ? null : new WriteCoalescer(redis as Redis, options.writeGroup);
-    this.encoded = !isCluster(redis);
+    this.encoded = redis instanceof Redis; // a node's client (not a cluster's, nor a stand-in)
   }
 
   keys(generation: number, identity: string): string[] {
@@ -127,7 +127,7 @@ export class RedisStore implements IdentityStore {
     try {
       // One node: the command's RESP bytes written straight into one Buffer (encoded-command.ts); a cluster routes by
       // the keys among ioredis's arguments.
-      if (this.encoded) return await (this.redis as Redis).sendCommand(new EncodedCommand(command, encodeCommand(command, [fn, keys.length], keys, args)));
+      if (this.encoded) return await this.redis.sendCommand(new EncodedCommand(command, encodeCommand(command, [fn, keys.length], keys, args)));
       return await this.redis.call(command, fn, keys.length, ...keys, ...args);
     } catch (err) {
       throw classifyRedisError(err, fn);
