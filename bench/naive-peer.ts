@@ -17,9 +17,9 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Redis } from "ioredis";
 import type { Observation } from "../src/core/index.js";
 import { createKafka } from "../src/adapters/kafka/client.js";
-import type { Redis } from "ioredis";
 import { connectRedis, isCluster } from "../src/adapters/redis/connect.js";
 import { resolveSettings } from "../src/config/settings.js";
 import { decideRecord, type RecordInput } from "../src/fold/record-decision.js";
@@ -48,7 +48,10 @@ interface PeerOutput {
  * start), verify its packets, and return its rate. `timeoutSeconds` (default 3600): past it the peer is killed and
  * this throws. `sample` (default 32): identities whose packets are compared (evenly spread, plus the one with the
  * most deliveries). `maxValueBytes` (default: the settings', MUFOLD_MAX_VALUE_BYTES): larger values are skipped, as
- * the fold sends them to its DLQ.
+ * the fold sends them to its DLQ. `group` (default: a throwaway one, deleted afterwards with the check's): the peer's
+ * consumer group; it reads from offset 0 whatever the group committed. `keep`: leave the peer's packets in Redis
+ * (default: every `<prefix>:naive:*` key is removed, so the bench's later Redis measurements do not see them).
+ * Give it a prefix of its own, or the fold's: the peer's keys do not collide with the fold's.
  */
 export async function runNaivePeer(opts: {
   brokers: string;
@@ -62,7 +65,18 @@ export async function runNaivePeer(opts: {
   sample?: number;
   maxValueBytes?: number;
   keep?: boolean;
-}): Promise<{ recordsPerSecond: number; records: number; seconds: number; identities: number; skipped: number }> {
+}): Promise<{
+  recordsPerSecond: number;
+  records: number;
+  seconds: number;
+  identities: number;
+  skipped: number;
+  /** Deliveries all the recomputations went over (the naive cost: about records × deliveries per identity / records per touch). */
+  deliveriesReduced: number;
+  /** Of `seconds`: in loopx's reducer, and in the Redis pipelines. */
+  reduceSeconds: number;
+  redisSeconds: number;
+}> {
   const { python } = ensureForeignClients();
   const redis = connectRedis(opts.redisUrl);
   if (isCluster(redis)) {
@@ -102,12 +116,22 @@ export async function runNaivePeer(opts: {
   } finally {
     if (!opts.keep) await dropPeerKeys(redis, opts.prefix);
     await redis.quit();
+    if (opts.group === undefined) await dropGroups(opts.brokers, [group, `${group}.check`]);
   }
   if (output.records_per_s === null) throw new Error(`naive peer: no rate (${output.records} records in ${output.seconds} s)`);
-  return { recordsPerSecond: output.records_per_s, records: output.records, seconds: output.seconds, identities: output.identities, skipped: output.skipped };
+  return {
+    recordsPerSecond: output.records_per_s,
+    records: output.records,
+    seconds: output.seconds,
+    identities: output.identities,
+    skipped: output.skipped,
+    deliveriesReduced: output.deliveries_reduced,
+    reduceSeconds: output.reduce_seconds,
+    redisSeconds: output.redis_seconds,
+  };
 }
 
-/** Run the script to its exit; its last stdout line is the result. Killed (and an error) past `timeoutMs`. */
+/** Run the script to its exit and read its --json-out result. Killed (and an error) past `timeoutMs`. */
 async function runScript(python: string, args: string[], timeoutMs: number): Promise<PeerOutput> {
   const dir = mkdtempSync(join(tmpdir(), "mufold-naive-peer-"));
   const jsonOut = join(dir, "result.json");
@@ -240,4 +264,19 @@ async function dropPeerKeys(redis: Redis, prefix: string): Promise<void> {
     if (keys.length > 0) await redis.unlink(...keys);
     cursor = next;
   } while (cursor !== "0");
+}
+
+/** The throwaway groups of the peer and of the check (best effort: a group the broker still sees as active stays). */
+async function dropGroups(brokers: string, groups: string[]): Promise<void> {
+  const admin = createKafka({ brokers: brokers.split(","), clientId: "mufold-bench-naive-check" }).admin();
+  try {
+    await admin.connect();
+    const known = new Set((await admin.listGroups()).groups.map((g) => g.groupId));
+    const ours = groups.filter((g) => known.has(g));
+    if (ours.length > 0) await admin.deleteGroups(ours);
+  } catch {
+    // left behind: harmless, as every bench's groups are
+  } finally {
+    await admin.disconnect();
+  }
 }
