@@ -37,17 +37,21 @@
  *   stime) from before the first record is produced (every fetch and decode inside, the paused polling too) until the
  *   group has committed every record, summed, over the records. Bound: ≤ 1.15 × worker_cpu_us_per_record (the
  *   in-process one-worker fold of the same records, from its start to caught up).
- * - rss_mib_at_1m_identities (--million, opt-in: ~4-5 minutes here): a worker started with --max-old-space-size=256
- *   and the cache at its default folds 1,000,000 one-observation identities; its RSS once caught up, null with
- *   rss_1m_worker_survived false when it died first (out of memory).
- * - mufold_over_naive_loopx_fold: the fold's records/s over the naive peer's on the same records. Both read one topic
- *   to its end from offset 0: the fold step's topic, or, with --peer-records N below --records (the peer re-reduces every
- *   touched identity over all its deliveries: slow), a topic holding exactly the fold step's first N records (the same
- *   workload, seed and partitions). The fold is an in-process FoldWorker with a fresh group and prefix, timed from
- *   FoldWorker.start (connect, join) until its group has committed every record; it runs twice and the second is
- *   taken (V8 warm, as a running worker is; the Python peer has no JIT to warm). The peer's clock runs from its
- *   subscribe (the join included) to its last Redis write, after its interpreter started and connected; it must store
- *   the embedded reducer's bytes (runNaivePeer checks a sample).
+ * - rss_mib_at_1m_identities (--million, opt-in: ~6 minutes on this shared 2-core machine, 105 s to produce and 235 s
+ *   to fold; Redis holds ~3 GB until the prefix is dropped, and this process ~3 GB while producing: the simulation
+ *   keeps every agent's history): a worker started with --max-old-space-size=256 and the cache at its default folds
+ *   1,000,000 one-observation identities (the memory step's workload); its RSS once caught up, null with
+ *   rss_1m_worker_survived false when it died first (out of memory), and its peak and mean as the other points.
+ * - mufold_over_naive_loopx_fold: the fold's records/s over the naive peer's on the same records, in the same step.
+ *   Both read one topic to its end from offset 0: the fold step's topic when --peer-records is --records, else (the
+ *   default: 20,000 of 100,000; the peer re-reduces every touched identity over all its deliveries, so it slows as
+ *   they pile up and the ratio grows with N: compare runs at the same N) a topic holding exactly the fold step's
+ *   first N records (its workload and seed, the same keys and partitions). The fold: an in-process FoldWorker with a
+ *   fresh group and prefix, timed from FoldWorker.start (its connect, checks and join) until it has written every
+ *   record to Redis (its counters; the offsets' commit after that left out, as the peer commits none); run twice, the
+ *   second taken (V8 warm, as a running worker is; the Python peer has no JIT to warm). The peer: its own clock, from
+ *   its subscribe (the join included) to its last Redis write, after its interpreter started and connected. Both must
+ *   make the same identities, and the peer the embedded reducer's bytes (runNaivePeer checks a sample).
  * replay_over_live and replay_2_workers_over_1 are still printed and written: wall-clock ratios, no longer bounds.
  *
  * --json FILE writes every measurement as one JSON object (the issue 10 and issue 35 keys; null
