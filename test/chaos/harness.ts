@@ -12,6 +12,8 @@ import type { ChildProcess } from "node:child_process";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { partitionOffsets } from "../../src/adapters/kafka/topics.js";
 import { ensureSetup } from "../../src/adapters/redis/functions.js";
+import { connectRedis } from "../../src/adapters/redis/connect.js";
+import { until } from "../support/wait.js";
 import type { Settings } from "../../src/config/settings.js";
 import { runReplay } from "../../consumers/replay.js";
 import type { SourceRecord } from "../../src/fold/dead-letter.js";
@@ -164,8 +166,16 @@ export async function runChaos(settings: Settings, o: ChaosOptions): Promise<Cha
         infra("redis/stop.sh");
         infra("redis/start.sh");
         report.redisRestarts++;
-        // The restart lost the functions too: an operator runs `mufold setup` again before the replay.
+        // The restart lost the functions too: an operator runs `mufold setup`; nothing else. The folds make a new
+        // generation and rebuild it from the log by themselves.
         await ensureSetup(settings);
+        const rebuilt = connectRedis(settings.redisUrl);
+        try {
+          await until("the folds to make a new live generation", async () => (await rebuilt.hget(`${settings.prefix}:control`, "generation")) !== null, 60_000);
+        } finally {
+          await rebuilt.quit();
+        }
+        // A blue/green rebuild under load, beside the live generation the folds are rebuilding.
         const summary = await runReplay(settings, { verify: false, promote: true, dropAfterSeconds: 0 }, quietLog);
         if (!summary.promoted) throw new Error("replay did not promote");
         report.promotes++;

@@ -81,10 +81,13 @@ async function positionCheck(worker: FoldWorker): Promise<string | undefined> {
 }
 
 describe("Redis lost entirely: the fold rebuilds from the log start by itself", () => {
-  it("Redis emptied mid-batch with a small cache: rebuilt into a new generation, not ready meanwhile, nothing lost", async () => {
+  it.each([
+    { cache: "a cache of 5", cacheSize: 5, db: 6 },
+    { cache: "the default cache", cacheSize: testSettings().cacheSize, db: 12 },
+  ])("Redis emptied mid-batch with $cache: rebuilt into a new generation, not ready meanwhile, nothing lost", async ({ cacheSize, db }) => {
     // Small batches, one partition at a time: the fold must still be mid-stream when Redis is emptied
     // (with default batches it can fold all 9,000 between two polls of the committed offsets).
-    const { settings, redis } = isolated(6, { cacheSize: 5, partitions: 6, partitionFetchMaxBytes: 16_384, partitionsConcurrency: 1 });
+    const { settings, redis } = isolated(db, { cacheSize, partitions: 6, partitionFetchMaxBytes: 16_384, partitionsConcurrency: 1 });
     const observations = workload(61, 30, 300); // 9,000 deliveries over ~90 identities
     await produce(settings, observations.map(observationMessage));
     const worker = await startFold(settings);
