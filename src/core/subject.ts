@@ -266,12 +266,16 @@ export function review(state: string, action: string, reasonCodes: readonly stri
   return {
     state,
     proposed_action: action,
-    reason_codes: [...new Set(reasonCodes)].sort(),
+    // sorted(set(...)): none or one code (nearly every subject) needs no set and no sort
+    reason_codes: reasonCodes.length <= 1 ? reasonCodes.slice() : [...new Set(reasonCodes)].sort(),
     quarantine_proposed: state === "conflict",
     automatic_deletion: false,
     action_authority_granted: false,
   };
 }
+
+/** Every subject's bounds (shared: a subject is written, never changed). */
+const UTILITY_BOUNDS: ReducedSubject["utility_bounds"] = Object.freeze({ min: new PyFloat(UTILITY_MIN), max: new PyFloat(UTILITY_MAX) });
 
 export function reduceSubject(
   subjectId: string,
@@ -351,15 +355,15 @@ export function reduceSubject(
   return {
     subject_id: subjectId,
     attribution_level: level,
-    memory_ref_digests: [...digests],
+    memory_ref_digests: digests as string[], // the group's own list: a subject is written, never changed
     utility_estimate: new PyFloat(utility),
-    utility_bounds: { min: new PyFloat(UTILITY_MIN), max: new PyFloat(UTILITY_MAX) },
+    utility_bounds: UTILITY_BOUNDS,
     effective_utility_label: effectiveLabel,
     effective_evidence_basis: effectiveBasis,
     confidence: new PyFloat(confidence),
     uncertainty: new PyFloat(uncertainty),
-    support: { ...support },
-    evidence_strength: { ...strength },
+    support,
+    evidence_strength: strength,
     evidence_label_summary: summaryOfStats(stats),
     observation_count: observations.length,
     last_observed_at: lastAt,
