@@ -12,6 +12,7 @@
 import { floatJson, quote, sortedKeys } from "./canonical-json.js";
 import { PyFloat, type PyValue } from "./pyvalue.js";
 import type { LabelSummaryEntry, ReducedSubject } from "./subject.js";
+import { AsciiText } from "./ascii-text.js";
 
 /** Token i is the character 0x21 + i. Append only: stored fragments name keys by position. */
 export const KEY_TOKENS = [
@@ -190,6 +191,8 @@ function summary(entries: readonly LabelSummaryEntry[]): string {
  * about twice the time of this one.
  */
 export function storedSubject(s: ReducedSubject): string {
+  const ascii = storedSubjectAscii(s);
+  if (ascii !== null) return ascii;
   const r = s.review;
   const sup = s.support;
   const st = s.evidence_strength;
@@ -205,4 +208,43 @@ export function storedSubject(s: ReducedSubject): string {
     S.harmful + String(sup.harmful) + S.helpful + String(sup.helpful) + S.neutral + String(sup.neutral) + S.unknown + String(sup.unknown) +
     S.uncertainty + floatJson(s.uncertainty.value) + S.max + floatJson(s.utility_bounds.max.value) + S.min + floatJson(s.utility_bounds.min.value) +
     S.estimate + floatJson(s.utility_estimate.value) + "}";
+}
+
+const text = new AsciiText();
+
+/** storedSubject written into one buffer; null when a piece is not ASCII (a fold's subjects always are: refs, enums, ids, numbers). */
+function storedSubjectAscii(s: ReducedSubject): string | null {
+  const r = s.review;
+  const sup = s.support;
+  const st = s.evidence_strength;
+  text.start().put(S.level).put(compactString(s.attribution_level)).put(S.confidence).put(floatJson(s.confidence.value));
+  text.put(S.basis).put(compactString(s.effective_evidence_basis)).put(S.label).put(compactString(s.effective_utility_label)).put(S.summary);
+  const entries = s.evidence_label_summary;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    if (i > 0) text.put(",");
+    text.put(S.entry).put(floatJson(e.combined_confidence.value)).put(S.entryBasis).put(compactString(e.evidence_basis));
+    text.put(S.entryCount).put(String(e.observation_count)).put(S.entryLabel).put(compactString(e.utility_label)).put("}");
+  }
+  text.put(S.replay).put(String(st.controlled_replay)).put(S.effect).put(String(st.deterministic_effect)).put(S.inference).put(String(st.evaluator_inference));
+  text.put(S.insufficient).put(String(st.insufficient)).put(S.owner).put(String(st.owner_correction));
+  text.put(S.lastId).put(s.last_observation_id === null ? "null" : compactString(s.last_observation_id));
+  text.put(S.lastAt).put(s.last_observed_at === null ? "null" : compactString(s.last_observed_at));
+  text.put(S.digests);
+  putStrings(s.memory_ref_digests);
+  text.put(S.count).put(String(s.observation_count));
+  text.put(S.review).put(compactString(r.proposed_action)).put(S.quarantine).put(bool(r.quarantine_proposed)).put(S.reasons);
+  putStrings(r.reason_codes);
+  text.put(S.state).put(compactString(r.state)).put(S.subject).put(compactString(s.subject_id));
+  text.put(S.harmful).put(String(sup.harmful)).put(S.helpful).put(String(sup.helpful)).put(S.neutral).put(String(sup.neutral)).put(S.unknown).put(String(sup.unknown));
+  text.put(S.uncertainty).put(floatJson(s.uncertainty.value)).put(S.max).put(floatJson(s.utility_bounds.max.value)).put(S.min).put(floatJson(s.utility_bounds.min.value));
+  text.put(S.estimate).put(floatJson(s.utility_estimate.value)).put("}");
+  return text.text();
+}
+
+function putStrings(list: readonly string[]): void {
+  for (let i = 0; i < list.length; i++) {
+    if (i > 0) text.put(",");
+    text.put(compactString(list[i]!));
+  }
 }

@@ -7,6 +7,7 @@
 import { floatJson, quote } from "./canonical-json.js";
 import { compactKey as k, compactString } from "./compact-json.js";
 import type { Observation } from "./observation-model.js";
+import { AsciiText } from "./ascii-text.js";
 
 function list(xs: readonly string[]): string {
   let out = "[";
@@ -97,6 +98,8 @@ function refs(xs: readonly string[]): string {
  * Observation is only made by validation), so only created_at goes through quote.
  */
 export function historyEntryStored(o: Observation, fingerprint: string, subjectId: string): string {
+  const ascii = historyEntryAscii(o, fingerprint, subjectId);
+  if (ascii !== null) return ascii;
   return (
     `{${K.application_receipt_id}"${o.application_receipt_id}",${K.attribution_level}${compactString(o.attribution_level)}` +
     `,${K.confidence}${floatJson(o.confidence)},${K.created_at}${quote(o.created_at)}` +
@@ -106,6 +109,34 @@ export function historyEntryStored(o: Observation, fingerprint: string, subjectI
     `,${K.observation_id}"${o.observation_id}",${K.outcome_ref}"${o.outcome_ref}",${K.reason_codes}${refs(o.reason_codes)}` +
     `,${K.subject_id}"${subjectId}",${K.utility_label}${compactString(o.utility_label)}}`
   );
+}
+
+const text = new AsciiText();
+
+/** historyEntryStored written into one buffer; null when created_at is not ASCII (every other field is: refs, enums, ids). */
+function historyEntryAscii(o: Observation, fingerprint: string, subjectId: string): string | null {
+  text.start().put("{").put(K.application_receipt_id!).put('"').put(o.application_receipt_id).put('",').put(K.attribution_level!).put(compactString(o.attribution_level));
+  text.put(",").put(K.confidence!).put(floatJson(o.confidence)).put(",").put(K.created_at!).put(quote(o.created_at));
+  text.put(",").put(K.evaluation_version!).put('"').put(o.evaluation_version).put('",').put(K.evaluator_ref!).put('"').put(o.evaluator_ref).put('"');
+  text.put(",").put(K.evidence_basis!).put(compactString(o.evidence_basis)).put(",").put(K.evidence_refs!);
+  putRefs(o.evidence_refs);
+  text.put(",").put(K.memory_ref_digests!);
+  putRefs(o.memory_ref_digests);
+  text.put(",").put(K.observation_fingerprint!).put('"').put(fingerprint).put('"');
+  text.put(",").put(K.observation_id!).put('"').put(o.observation_id).put('",').put(K.outcome_ref!).put('"').put(o.outcome_ref).put('",').put(K.reason_codes!);
+  putRefs(o.reason_codes);
+  text.put(",").put(K.subject_id!).put('"').put(subjectId).put('",').put(K.utility_label!).put(compactString(o.utility_label)).put("}");
+  return text.text();
+}
+
+function putRefs(xs: readonly string[]): void {
+  if (xs.length === 0) {
+    text.put("[]");
+    return;
+  }
+  text.put('["').put(xs[0]!);
+  for (let i = 1; i < xs.length; i++) text.put('","').put(xs[i]!);
+  text.put('"]');
 }
 
 const K = Object.fromEntries(

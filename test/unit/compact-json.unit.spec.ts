@@ -48,6 +48,14 @@ describe("compact JSON", () => {
     }
   });
 
+  it("history entries whose created_at is not ASCII (written by the concatenating path) expand to the canonical entry too", () => {
+    const [d] = [...simulate({ agents: 1, observationsPerAgent: 1, seed: 4 })];
+    for (const createdAt of ["2026-01-02\u00e910:00:00+00:00", "2026-01-02T10:00:00+00:00", "2026-01-02\u6642"]) {
+      const o = { ...d!.observation, created_at: createdAt };
+      expect(expandTokens(historyEntryStored(o, "muof_x", "mui_y"))).toBe(historyEntryJson(o, "muof_x", "mui_y"));
+    }
+  });
+
   it("the Lua read function's table (as loaded into Redis) is EXPANSION, entry for entry", () => {
     const lua = librarySource();
     const body = /local EXPANSION = \{([\s\S]*?)\n\}/.exec(lua)![1]!;
