@@ -2,8 +2,8 @@
  * Text made of ASCII pieces, written into one reused buffer and read back as
  * one flat string: a concatenation of many pieces is a tree of string objects
  * (then flattened into a copy), about twice the bytes of the text it makes.
- * A piece that is not ASCII spoils the text (`text()` is then null), and the
- * caller writes it the other way.
+ * A piece that is not ASCII (or a number `digits` does not write) spoils the
+ * text (`text()` is then null), and the caller writes it the other way.
  */
 export class AsciiText {
   private buf = Buffer.allocUnsafe(8192);
@@ -21,6 +21,25 @@ export class AsciiText {
     if (this.used + piece.length > this.buf.length) this.grow(piece.length);
     const buf = this.buf as LatinWritable;
     this.used += buf.latin1Write !== undefined ? buf.latin1Write(piece, this.used) : buf.write(piece, this.used, "latin1");
+    return this;
+  }
+
+  /** A non-negative integer in decimal, zero-padded to `width` digits (no string made for it). */
+  digits(n: number, width: number): this {
+    if (!Number.isSafeInteger(n) || n < 0) {
+      this.ascii = false; // not what this writes: the caller's other way does
+      return this;
+    }
+    let length = 1;
+    for (let x = n; x >= 10; x = Math.floor(x / 10)) length++;
+    const size = Math.max(width, length);
+    if (this.used + size > this.buf.length) this.grow(size);
+    let at = this.used + size;
+    for (let i = 0; i < size; i++) {
+      this.buf[--at] = 0x30 + (n % 10);
+      n = Math.floor(n / 10);
+    }
+    this.used += size;
     return this;
   }
 

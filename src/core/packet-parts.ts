@@ -6,6 +6,7 @@
  * them on read; assembleParts is that function's twin, and the embedded CLI
  * uses it too, so every path emits the same bytes.
  */
+import { AsciiText } from "./ascii-text.js";
 import { sortedByBytes } from "./byte-order.js";
 import { canonicalJson, quote } from "./canonical-json.js";
 import { analyzeIdentityState, subjectOfGroup, type IdentityAnalysis, type SubjectGroup } from "./identity-analysis.js";
@@ -236,10 +237,17 @@ export function skeletonFrom(context: ReducerContext, counts: SummaryCounts, lev
     compactString(scope.agent_id), compactString(scope.project_id), compactString(scope.corpus_id), compactString(scope.surface_id),
   ];
   const { pieces, fields } = skeletonTemplate();
+  // One flat string from a buffer (ascii-text.ts); a context that is not ASCII is concatenated instead.
+  skeletonText.start().put(pieces[0]!);
+  for (let i = 0; i < fields.length; i++) skeletonText.put(values[fields[i]!]!).put(pieces[i + 1]!);
+  const ascii = skeletonText.text();
+  if (ascii !== null) return ascii;
   let out = pieces[0]!;
   for (let i = 0; i < fields.length; i++) out += values[fields[i]!]! + pieces[i + 1]!;
   return out;
 }
+
+const skeletonText = new AsciiText();
 
 function skeletonOf(context: ReducerContext, a: IdentityAnalysis, proposals: PyObject[]): string {
   const levels: LevelCounts = { item: 0, set: 0, none: 0 };

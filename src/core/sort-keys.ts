@@ -6,6 +6,7 @@
  * Subjects: Python tuple order of (level, digests | (subject_id,)).
  * The id always follows the last NUL, where the read function finds it.
  */
+import { AsciiText } from "./ascii-text.js";
 import { instantOf } from "./ordering.js";
 
 const INSTANT_BIAS = 10_000_000; // offsets reach back less than a day before 0001-01-01
@@ -17,9 +18,14 @@ function escapeNul(s: string): string {
 
 export function historyMember(createdAt: string, observationId: string): string {
   const { seconds, micros } = instantOf(createdAt);
+  // One flat string from a buffer (ascii-text.ts); a created_at that is not ASCII is concatenated instead.
+  const ascii = memberText.start().digits(seconds + INSTANT_BIAS, 13).digits(micros, 6).put(escapeNul(createdAt)).put("\u0000").put(observationId).text();
+  if (ascii !== null) return ascii;
   const instant = String(seconds + INSTANT_BIAS).padStart(13, "0") + String(micros).padStart(6, "0");
   return instant + escapeNul(createdAt) + "\u0000" + observationId;
 }
+
+const memberText = new AsciiText();
 
 /** Elements end with \x01, below every character a digest or id can hold, so shorter tuples sort first. */
 export function subjectMember(level: string, key: readonly string[], subjectId: string): string {

@@ -1,0 +1,52 @@
+/** AsciiText: pieces written into one buffer read back as the concatenation, or null when they are not ASCII. */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { AsciiText } from "../../src/core/ascii-text.js";
+import { instantOf } from "../../src/core/ordering.js";
+import { historyMember } from "../../src/core/sort-keys.js";
+
+describe("AsciiText", () => {
+  it("reads back exactly the concatenation of ASCII pieces and zero-padded numbers, past its first buffer", () => {
+    const text = new AsciiText();
+    const piece = fc.oneof(fc.string({ unit: fc.integer({ min: 0, max: 0x7f }).map((c) => String.fromCharCode(c)), maxLength: 3000 }), fc.tuple(fc.nat({ max: 2 ** 40 }), fc.nat({ max: 20 })));
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 30 }), (pieces) => {
+        text.start();
+        let expected = "";
+        for (const p of pieces) {
+          if (typeof p === "string") {
+            text.put(p);
+            expected += p;
+          } else {
+            text.digits(p[0], p[1]);
+            expected += String(p[0]).padStart(p[1], "0");
+          }
+        }
+        expect(text.text()).toBe(expected);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("is null once a piece is not ASCII, or a number is negative or not an integer; start clears that", () => {
+    const text = new AsciiText();
+    expect(text.start().put("ab").put("é").put("c").text()).toBeNull();
+    expect(text.start().put("ab").digits(-1, 3).text()).toBeNull();
+    expect(text.start().digits(1.5, 3).text()).toBeNull();
+    expect(text.start().put("ok").digits(7, 3).text()).toBe("ok007");
+  });
+});
+
+describe("historyMember", () => {
+  it("is the same string whichever way it is written (ASCII created_at through the buffer, any other concatenated)", () => {
+    const id = "muo_" + "a".repeat(64);
+    for (const createdAt of ["2026-01-02T10:00:00+00:00", "2026-01-02T10:00:00.123456+05:30", "0001-01-01T00:00:00+14:00", "2026-01-02T10:00:00\u0000+00:00"]) {
+      // The member as the order key's definition writes it: the UTC instant (seconds biased by 10,000,000, 13
+      // digits; microseconds, 6), created_at with NUL and \x01 escaped, NUL, the id.
+      const { seconds, micros } = instantOf(createdAt);
+      const escaped = createdAt.replace(/\u0001/g, "\u0001\u0002").replace(/\u0000/g, "\u0001\u0001");
+      const expected = String(seconds + 10_000_000).padStart(13, "0") + String(micros).padStart(6, "0") + escaped + "\u0000" + id;
+      expect(historyMember(createdAt, id)).toBe(expected);
+    }
+  });
+});
