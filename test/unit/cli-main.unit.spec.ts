@@ -6,37 +6,26 @@
  * and a closed stdout ending the command quietly.
  */
 import { readFileSync, writeFileSync, mkdtempSync } from "node:fs";
-import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { main } from "../../src/cli/main.js";
+import { pointEndpointsAtCountingListener, type CountingListener } from "../support/counting-listener.js";
 import { createLogger, logLevelFromEnv } from "../../src/observability/log.js";
 
 const PACKAGE = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
 
-let listener: Server;
-let connections = 0;
-const sockets: Socket[] = [];
+let listener: CountingListener;
 const saved = { ...process.env };
 
 beforeAll(async () => {
-  listener = createServer((socket) => {
-    connections++;
-    sockets.push(socket);
-  });
-  await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
-  const { port } = listener.address() as AddressInfo;
-  process.env.KAFKA_BROKERS = `127.0.0.1:${port}`;
-  process.env.REDIS_URL = `redis://127.0.0.1:${port}`;
-  process.env.MUFOLD_CONNECT_TIMEOUT_MS = "500";
+  listener = await pointEndpointsAtCountingListener();
   delete process.env.MUFOLD_LOG_LEVEL;
   delete process.env.MUFOLD_HTTP_PORT;
 });
 
 afterAll(async () => {
-  for (const s of sockets) s.destroy();
-  await new Promise((resolve) => listener.close(resolve));
+  await listener.close();
   process.env = saved;
 });
 
@@ -86,12 +75,12 @@ describe("--help and --version", () => {
   for (const command of COMMANDS) {
     for (const flag of ["--help", "-h"]) {
       it(`mufold ${command} ${flag}: its usage on stdout, exit 0, no connection`, async () => {
-        const before = connections;
+        const before = listener.connections;
         const r = await run([...command.split(" "), flag]);
         expect(r.code).toBe(0);
         expect(r.stdout.startsWith(`usage: mufold ${command} `)).toBe(true);
         expect(r.stderr).toBe("");
-        expect(connections).toBe(before);
+        expect(listener.connections).toBe(before);
       });
     }
   }
@@ -128,13 +117,13 @@ describe("--help and --version", () => {
 describe("bad command lines: exit 2 with one line, before any work", () => {
   for (const command of COMMANDS) {
     it(`mufold ${command} --bogus`, async () => {
-      const before = connections;
+      const before = listener.connections;
       const r = await run([...command.split(" "), "--bogus"]);
       expect(r.code).toBe(2);
       expect(r.stdout).toBe("");
       expect(oneLine(r.stderr)).toBe(true);
       expect(message(r.stderr)).toContain("unknown option --bogus");
-      expect(connections).toBe(before);
+      expect(listener.connections).toBe(before);
     });
   }
 
@@ -164,17 +153,17 @@ describe("bad command lines: exit 2 with one line, before any work", () => {
     [["produce", "--input"], "option --input needs a value"],
   ] as const) {
     it(`mufold ${args.join(" ")}`, async () => {
-      const before = connections;
+      const before = listener.connections;
       const r = await run([...args]);
       expect(r.code).toBe(2);
       expect(oneLine(r.stderr)).toBe(true);
       expect(message(r.stderr)).toContain(text);
-      expect(connections).toBe(before);
+      expect(listener.connections).toBe(before);
     });
   }
 
   it("fold --http-port abc: one JSON log line (the fold logs JSON), before it joins anything", async () => {
-    const before = connections;
+    const before = listener.connections;
     const r = await run(["fold", "--http-port", "abc"]);
     expect(r.code).toBe(2);
     expect(oneLine(r.stderr)).toBe(true);
@@ -182,7 +171,7 @@ describe("bad command lines: exit 2 with one line, before any work", () => {
     expect(line).toMatchObject({ level: "fatal", service: "mufold", command: "fold", exitCode: 2 });
     expect(line.msg).toBe('invalid setting httpPort (--http-port / MUFOLD_HTTP_PORT) = "abc": must be a port number from 0 to 65535');
     expect(Number.isNaN(Date.parse(String(line.time)))).toBe(false);
-    expect(connections).toBe(before);
+    expect(listener.connections).toBe(before);
   });
 
   it("MUFOLD_HTTP_PORT is checked like --http-port", async () => {
@@ -197,7 +186,7 @@ describe("bad command lines: exit 2 with one line, before any work", () => {
   });
 
   it("fold --http-port is checked exactly as serve's port: the same value, the same one-line refusal, before any connection", async () => {
-    const before = connections;
+    const before = listener.connections;
     const expected = (flag: string) => `invalid setting httpPort (${flag} / MUFOLD_HTTP_PORT) = "70000": must be a port number from 0 to 65535`;
     const fold = await run(["fold", "--http-port", "70000"]);
     const serveHttpPort = await run(["serve", "--http-port", "70000"]);
@@ -209,17 +198,17 @@ describe("bad command lines: exit 2 with one line, before any work", () => {
     expect((JSON.parse(fold.stderr) as { msg: string }).msg).toBe(expected("--http-port"));
     expect((JSON.parse(serveHttpPort.stderr) as { msg: string }).msg).toBe(expected("--http-port"));
     expect((JSON.parse(servePort.stderr) as { msg: string }).msg).toBe(expected("--port"));
-    expect(connections).toBe(before);
+    expect(listener.connections).toBe(before);
   });
 
   it("a bad change-feed setting stops the fold with one line naming the variable, before any connection", async () => {
     process.env.MUFOLD_CHANGE_FEED = "maybe";
-    const before = connections;
+    const before = listener.connections;
     try {
       const r = await run(["fold"]);
       expect(r.code).toBe(2);
       expect((JSON.parse(r.stderr) as { msg: string }).msg).toBe('invalid setting changeFeed (MUFOLD_CHANGE_FEED) = "maybe": must be on or off');
-      expect(connections).toBe(before);
+      expect(listener.connections).toBe(before);
     } finally {
       delete process.env.MUFOLD_CHANGE_FEED;
     }
@@ -229,7 +218,7 @@ describe("bad command lines: exit 2 with one line, before any work", () => {
 describe("MUFOLD_LOG_LEVEL", () => {
   it("an unknown level is refused with one line naming it, as JSON for the fold, before any connection", async () => {
     process.env.MUFOLD_LOG_LEVEL = "verbose";
-    const before = connections;
+    const before = listener.connections;
     const read = await run(["read", "--list"]);
     expect(read.code).toBe(2);
     expect(read.stderr).toBe('mufold read: invalid setting logLevel (MUFOLD_LOG_LEVEL) = "verbose": must be one of debug, info, warn, error, silent\n');
@@ -237,7 +226,7 @@ describe("MUFOLD_LOG_LEVEL", () => {
     expect(fold.code).toBe(2);
     expect(JSON.parse(fold.stderr)).toMatchObject({ level: "fatal", command: "fold", msg: 'invalid setting logLevel (MUFOLD_LOG_LEVEL) = "verbose": must be one of debug, info, warn, error, silent' });
     expect((await run(["config", "explain"])).code).toBe(2);
-    expect(connections).toBe(before);
+    expect(listener.connections).toBe(before);
   });
 
   it("logLevelFromEnv and createLogger refuse what they do not know; unset means info", () => {

@@ -4,30 +4,19 @@
  * any connection (KAFKA_BROKERS and REDIS_URL point at a listener that counts
  * connections).
  */
-import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { main } from "../../src/cli/main.js";
+import { pointEndpointsAtCountingListener, type CountingListener } from "../support/counting-listener.js";
 
-let listener: Server;
-let connections = 0;
-const sockets: Socket[] = [];
+let listener: CountingListener;
 const saved = { ...process.env };
 
 beforeAll(async () => {
-  listener = createServer((socket) => {
-    connections++;
-    sockets.push(socket);
-  });
-  await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
-  const { port } = listener.address() as AddressInfo;
-  process.env.KAFKA_BROKERS = `127.0.0.1:${port}`;
-  process.env.REDIS_URL = `redis://127.0.0.1:${port}`;
-  process.env.MUFOLD_CONNECT_TIMEOUT_MS = "500";
+  listener = await pointEndpointsAtCountingListener();
 });
 
 afterAll(async () => {
-  for (const s of sockets) s.destroy();
-  await new Promise((resolve) => listener.close(resolve));
+  await listener.close();
   process.env = saved;
 });
 
@@ -52,14 +41,14 @@ async function run(args: string[]): Promise<{ code: number; stdout: string; stde
 
 describe("mufold status on the command line", () => {
   it("--help prints its usage with the verdicts and --json, without connecting; mufold --help lists it", async () => {
-    const before = connections;
+    const before = listener.connections;
     const r = await run(["status", "--help"]);
     expect(r.code).toBe(0);
     expect(r.stdout.startsWith("usage: mufold status [--json] ")).toBe(true);
     for (const word of ["waiting_for_setup", "rebuilding", "behind_log", "ready", "--json"]) expect(r.stdout).toContain(word);
     expect((await run(["help", "status"])).stdout).toBe(r.stdout);
     expect((await run(["--help"])).stdout).toContain("mufold status [--json]");
-    expect(connections).toBe(before);
+    expect(listener.connections).toBe(before);
   });
 
   for (const [args, text] of [
@@ -69,14 +58,14 @@ describe("mufold status on the command line", () => {
     [["replay", "--to-end"], "--to-end needs --verify"],
   ] as const) {
     it(`mufold ${args.join(" ")}: exit 2, one line, no connection`, async () => {
-      const before = connections;
+      const before = listener.connections;
       const r = await run([...args]);
       expect(r.code).toBe(2);
       expect(r.stdout).toBe("");
       const line = r.stderr.startsWith("{") ? (JSON.parse(r.stderr) as { msg: string }).msg : r.stderr;
       expect(line).toContain(text);
       expect(r.stderr.trimEnd().includes("\n")).toBe(false);
-      expect(connections).toBe(before);
+      expect(listener.connections).toBe(before);
     });
   }
 
