@@ -5,12 +5,12 @@
 #   docker run -e KAFKA_BROKERS=… -e REDIS_URL=… mufold:0.1.0                 # fold, HTTP on :8080
 #   docker run -e REDIS_URL=… mufold:0.1.0 serve --port 8080 --host 0.0.0.0   # the HTTP reader
 #
-# Node 22 (slim: Debian, glibc, which the prebuilt zstd binding of
-# @mongodb-js/zstd needs): Node 20 reached its end of life in April 2026, and 22
-# is a maintained LTS that the unit and reference tiers already run on
-# (scripts/node-versions.sh). Keep NODE_VERSION equal to the 22 entry there
+# Node 24 (slim: Debian, glibc, which the prebuilt zstd binding of
+# @mongodb-js/zstd needs): the fastest of 20, 22 and 24 for the fold side by side
+# (docs/benchmarks.md), an LTS, and one the unit and reference tiers run on
+# (scripts/node-versions.sh). Keep NODE_VERSION equal to the 24 entry there
 # (test/integration/deploy-layout.int.spec.ts checks it).
-ARG NODE_VERSION=22.23.5
+ARG NODE_VERSION=24.22.3
 
 # ---- build: compile TypeScript to dist/ ---------------------------------------
 FROM node:${NODE_VERSION}-slim AS build

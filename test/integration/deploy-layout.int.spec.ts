@@ -110,8 +110,8 @@ afterAll(() => {
 
 describe("the Dockerfile", () => {
   it("builds from the Node version the other tiers test (scripts/node-versions.sh), slim, in both stages", () => {
-    const pinned = readFileSync(join(ROOT, "scripts/node-versions.sh"), "utf8").match(/^\s*"(22\.\d+\.\d+) sha512-/m);
-    expect(pinned, "scripts/node-versions.sh has no Node 22 entry").not.toBeNull();
+    const pinned = readFileSync(join(ROOT, "scripts/node-versions.sh"), "utf8").match(/^\s*"(24\.\d+\.\d+) sha512-/m);
+    expect(pinned, "scripts/node-versions.sh has no Node 24 entry").not.toBeNull();
     expect(docker.globalArgs.NODE_VERSION).toBe(pinned![1]);
     for (const stage of docker.stages) expect(stage.from).toBe(`node:${pinned![1]}-slim`);
   });
