@@ -2,7 +2,8 @@
  * ProjectionReader.connect on a port that refuses the connection (nothing
  * listens there) fails at once with a typed, retriable MufoldError, however
  * long the connect timeout, and leaves nothing that keeps the process alive.
- * The time bounds guard against waiting out the timeout; they are no benchmark.
+ * A reader that waited out the timeout would fail with a timeout, not with the
+ * refusal as its cause; a child that kept running would be killed by the guard.
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -14,18 +15,17 @@ import { freePort } from "../support/free-port.js";
 
 /** Far longer than the bound below: a reader that waited for the port to open would be caught. */
 const LONG_CONNECT_TIMEOUT = { MUFOLD_CONNECT_TIMEOUT_MS: "60000" };
-const HANG_GUARD_MS = 5_000;
+/** Far below the connect timeout: a child still alive then is killed (exit code null). */
+const HANG_GUARD_MS = 20_000;
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 describe("ProjectionReader.connect on a refused port", () => {
   it("fails at once with a retriable MufoldError naming the endpoint, its cause the refusal", async () => {
     const port = await freePort();
-    const started = Date.now();
     const err = await ProjectionReader.connect({ redisUrl: `redis://127.0.0.1:${port}`, env: LONG_CONNECT_TIMEOUT }).then(
       async (reader) => (await reader.close(), undefined),
       (e: unknown) => e,
     );
-    expect(Date.now() - started).toBeLessThan(HANG_GUARD_MS);
     expect(err).toBeInstanceOf(MufoldError);
     expect(err).toBeInstanceOf(RedisUnavailableError);
     const failure = err as MufoldError;
@@ -41,17 +41,14 @@ describe("ProjectionReader.connect on a refused port", () => {
       `try { await ProjectionReader.connect({ redisUrl: "redis://127.0.0.1:${port}", env: ${JSON.stringify(LONG_CONNECT_TIMEOUT)} }); }`,
       `catch (e) { process.stdout.write(e.name); }`,
     ].join("\n");
-    const started = Date.now();
     const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    const guard = setTimeout(() => child.kill("SIGKILL"), HANG_GUARD_MS * 4);
+    const guard = setTimeout(() => child.kill("SIGKILL"), HANG_GUARD_MS);
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
     clearTimeout(guard);
     expect(out).toBe("RedisUnavailableError");
-    expect(code).toBe(0);
-    // Node and tsx start in well under a second here; waiting out the 60 s timeout would not fit.
-    expect(Date.now() - started).toBeLessThan(HANG_GUARD_MS * 2);
+    expect(code).toBe(0); // not killed by the guard: nothing kept it alive for the 60 s timeout
   });
 
   it("still connects to a Redis that listens (the control)", async () => {
