@@ -159,8 +159,6 @@ export class GroupConsumer {
   private readonly commits = new Map<string, Promise<void>>();
   /** Seeks asked per partition: a batch that saw the count move under it is neither resolved nor committed. */
   private readonly seeks = new Map<string, number>();
-  /** The partitions of the topic assigned at the last join. */
-  private assignedPartitions: readonly number[] = [];
   /** Per partition, the least offset a commit may carry until the next join (see holdCommitsAt). */
   private readonly commitFloors = new Map<string, bigint>();
   /** Errors restartOnFailure already judged for kafkajs (its verdict stands). */
@@ -180,9 +178,8 @@ export class GroupConsumer {
       this.joined = true;
       this.lastHeartbeat = Date.now();
       this.releaseRevoked(e.payload.memberAssignment);
-      this.assignedPartitions = [...(e.payload.memberAssignment[options.topic] ?? [])].sort((a, b) => a - b);
       this.commitFloors.clear();
-      this.options.onJoin?.(this.assignedPartitions);
+      this.options.onJoin?.([...(e.payload.memberAssignment[options.topic] ?? [])].sort((a, b) => a - b));
     });
     consumer.on(HEARTBEAT, () => {
       this.lastHeartbeat = Date.now();
@@ -192,11 +189,6 @@ export class GroupConsumer {
         this.joined = false;
       });
     }
-  }
-
-  /** The partitions of the topic assigned at the last join (none while not joined). */
-  assigned(): readonly number[] {
-    return this.joined ? this.assignedPartitions : [];
   }
 
   /**
