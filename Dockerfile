@@ -40,7 +40,7 @@ COPY bin bin
 USER 1000:1000
 EXPOSE 8080
 # The flags of bin/mufold.js's shebang (a 32 MiB young generation and no allocation-site
-# pretenuring: consumers/fold-process.ts, docs/operations.md "Capacity");
+# pretenuring: consumers/fold/fold-process.ts, docs/operations.md "Capacity");
 # --max-old-space-size is per deployment (NODE_OPTIONS, or the command as
 # deploy/k8s/fold.yaml sets it).
 ENTRYPOINT ["node", "--max-semi-space-size=32", "--no-allocation-site-pretenuring", "bin/mufold.js"]

@@ -7,7 +7,7 @@
  * reducer ~1.5× longer on a 1,000-delivery identity (docs/benchmarks.md).
  */
 import { spawn } from "node:child_process";
-import { WORKER_NODE_FLAGS } from "../consumers/fold-process.js";
+import { WORKER_NODE_FLAGS } from "../consumers/fold/fold-process.js";
 
 /** Node's own options this process runs with (the tsx loader's --require/--import and their values left out). */
 export function nodeFlagsInEffect(): string[] {

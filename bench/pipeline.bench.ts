@@ -77,10 +77,10 @@ import { RedisStore } from "../src/adapters/redis/store.js";
 import { SETTINGS, type Settings } from "../src/config/settings.js";
 import { indexKey } from "../src/fold/keys.js";
 import { connectRedis } from "../src/adapters/redis/connect.js";
-import { FleetPause } from "../consumers/fleet-pause.js";
-import { WORKER_NODE_FLAGS, mufoldBin } from "../consumers/fold-process.js";
-import { FoldWorker } from "../consumers/fold-worker.js";
-import { runReplay } from "../consumers/replay.js";
+import { FleetPause } from "../consumers/replay/fleet-pause.js";
+import { WORKER_NODE_FLAGS, mufoldBin } from "../consumers/fold/fold-process.js";
+import { FoldWorker } from "../consumers/fold/fold-worker.js";
+import { runReplay } from "../consumers/replay/replay.js";
 import { observationMessage } from "../producers/observation-message.js";
 import { openSender } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
@@ -290,7 +290,7 @@ async function verifiedReplay(
       machine = meter.stop();
       split = threads.stop(RECORDS);
       const own = process.cpuUsage(cpu0);
-      // consumers/replay-workers.ts spawns each as `mufold.js replay --internal-worker`.
+      // consumers/replay/replay-workers.ts spawns each as `mufold.js replay --internal-worker`.
       const children = workers > 1 ? childProcessesCpuSeconds("--internal-worker") : new Map<number, number>();
       if (children !== null && children.size === workers - 1) {
         const childSeconds = [...children.values()].reduce((a, b) => a + b, 0);
@@ -307,7 +307,7 @@ async function verifiedReplay(
 }
 
 /**
- * The fixed part of a replay worker process's CPU, apart: one started as consumers/replay-workers.ts starts them and
+ * The fixed part of a replay worker process's CPU, apart: one started as consumers/replay/replay-workers.ts starts them and
  * read (/proc) once it says it is ready for its job (Node's start and mufold's modules loaded); ms, null without /proc.
  */
 async function replayWorkerStartCpuMs(): Promise<number | null> {

@@ -37,7 +37,7 @@ import { loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
-import { FoldWorker } from "../consumers/fold-worker.js";
+import { FoldWorker } from "../consumers/fold/fold-worker.js";
 import { observationMessage } from "../producers/observation-message.js";
 import { produce } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";

@@ -7,10 +7,10 @@
 import { connectRedis, redisClientSettings } from "../adapters/redis/connect.js";
 import { ensureSetup } from "../adapters/redis/functions.js";
 import { resolveSettings, type Settings } from "../config/settings.js";
-import { spawnFoldWorker, waitForGroup } from "../../consumers/fold-process.js";
+import { spawnFoldWorker, waitForGroup } from "../../consumers/fold/fold-process.js";
 import { createLogger } from "../observability/log.js";
 import { ProjectionReader } from "../client/readback.js";
-import { runReplay } from "../../consumers/replay.js";
+import { runReplay } from "../../consumers/replay/replay.js";
 import { runSimulation } from "./stream-commands.js";
 import { progressBar } from "./progress.js";
 import { commandFlags } from "./command.js";

@@ -6,7 +6,7 @@ import { ProjectionReader } from "../client/readback.js";
 import { createFoldMetrics } from "../observability/metrics.js";
 import { Readiness } from "../http/readiness.js";
 import { startHttpServer } from "../http/server.js";
-import { FoldWorker } from "../../consumers/fold-worker.js";
+import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { commandFlags } from "./command.js";
 import { preflight } from "./preflight.js";
 import { fatalMessage } from "./fatal.js";

@@ -24,7 +24,7 @@ import { checkRedisServer, type RedisNodeState } from "../adapters/redis/server-
 import { resolveSettings, type Settings } from "../config/settings.js";
 import { canonicalJson } from "../core/canonical-json.js";
 import { createLogger, type Logger } from "../observability/log.js";
-import { changeFeedSettings } from "../../consumers/change-feed.js";
+import { changeFeedSettings } from "../../consumers/feed/change-feed.js";
 import { dlqTopic } from "../fold/dead-letter.js";
 import { commandFlags } from "./command.js";
 import { writeOut } from "./io.js";

@@ -1,7 +1,7 @@
 /**
  * `mufold status`: what the live generation holds, for an operator. Each
  * partition's mark against the fold group's committed offset and the log's
- * end (consumers/coverage.ts computes behind_log, lag and the verdict, as
+ * end (consumers/verify/coverage.ts computes behind_log, lag and the verdict, as
  * `replay --verify` does), the replays being built, whether the Redis
  * functions are loaded. A table by default, one JSON object with --json.
  * It reports: exit 0 whatever the verdict.
@@ -18,8 +18,8 @@ import { assertFunctionsLoaded } from "../adapters/redis/functions.js";
 import { RedisStore } from "../adapters/redis/store.js";
 import { resolveSettings, type Settings } from "../config/settings.js";
 import { canonicalJson } from "../core/canonical-json.js";
-import { partitionStatus, readiness, type PartitionStatus, type ReadinessState } from "../../consumers/coverage.js";
-import { readPartitionOffsets } from "../../consumers/coverage-source.js";
+import { partitionStatus, readiness, type PartitionStatus, type ReadinessState } from "../../consumers/verify/coverage.js";
+import { readPartitionOffsets } from "../../consumers/verify/coverage-source.js";
 import { commandFlags } from "./command.js";
 import { writeOut } from "./io.js";
 import { STATUS } from "./specs.js";

@@ -71,7 +71,7 @@ export const SETTINGS = {
   identitiesInFlight: { env: "MUFOLD_IDENTITIES_IN_FLIGHT", flag: "identities-in-flight", default: "256", help: "identity writes a worker has in flight at once (across its batches)" },
   warmUpRecords: { env: "MUFOLD_WARM_UP_RECORDS", flag: "warm-up-records", default: "3000", help: "synthetic records a fold worker runs through its engine (in memory, no IO) before it joins the group, so its first seconds of records do not run in unoptimised code (0: none)" },
   pauseLeaseSeconds: { env: "MUFOLD_PAUSE_LEASE_SECONDS", flag: "pause-lease-seconds", default: "30", help: "lease of a promote's fleet pause: if the replay stops renewing it (crash, kill), the folds resume after this" },
-  // The change feed (consumers/change-feed.ts): what the fold and the replay write besides the packets.
+  // The change feed (consumers/feed/change-feed.ts): what the fold and the replay write besides the packets.
   changeFeed: { env: "MUFOLD_CHANGE_FEED", default: "on", fingerprint: true, help: "on or off: the fold stores each packet's digest, appends every change to the generation's Redis stream and produces review proposals (off: none of them)" },
   changeFeedMaxLen: { env: "MUFOLD_CHANGE_FEED_MAXLEN", default: "100000", fingerprint: true, help: "approximate cap (XADD MAXLEN ~) of each generation's change stream" },
   proposalsTopic: { env: "MUFOLD_PROPOSALS_TOPIC", default: "", fingerprint: true, help: "Kafka topic for review proposals, created by mufold setup (empty: no proposals; ignored with the change feed off)" },

@@ -15,7 +15,7 @@ import { ensureSetup } from "../../src/adapters/redis/functions.js";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
 import { until } from "../support/wait.js";
 import type { Settings } from "../../src/config/settings.js";
-import { runReplay } from "../../consumers/replay.js";
+import { runReplay } from "../../consumers/replay/replay.js";
 import type { SourceRecord } from "../../src/fold/dead-letter.js";
 import { openSender } from "../../producers/produce.js";
 import { observationMessage } from "../../producers/observation-message.js";

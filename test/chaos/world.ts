@@ -10,14 +10,14 @@
  * the generator produced as valid observations.
  */
 import { pausedMember } from "../support/group-members.js";
-import { settingsEnv } from "../../consumers/fold-process.js";
+import { settingsEnv } from "../../consumers/fold/fold-process.js";
 import { randomBytes } from "node:crypto";
 import { spawn, type ChildProcess } from "node:child_process";
 import kafkajs from "kafkajs";
 import type { Admin, IHeaders } from "kafkajs";
 import { Redis } from "ioredis";
 import { DLQ_HEADERS, dlqTopic } from "../../src/fold/dead-letter.js";
-import { runReplay, type ReplaySummary } from "../../consumers/replay.js";
+import { runReplay, type ReplaySummary } from "../../consumers/replay/replay.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { openSender } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";

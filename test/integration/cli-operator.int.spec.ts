@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createKafka } from "../../src/adapters/kafka/client.js";
-import { FoldWorker } from "../../consumers/fold-worker.js";
+import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { simulate } from "../../producers/simulation.js";
 import { observationToPy, canonicalJson, utilityProject } from "../../src/core/index.js";
 import { conformanceCases } from "../support/conformance.js";

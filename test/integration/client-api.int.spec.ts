@@ -7,8 +7,8 @@
  */
 import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import { FoldWorker } from "../../consumers/fold-worker.js";
-import { runReplay } from "../../consumers/replay.js";
+import { FoldWorker } from "../../consumers/fold/fold-worker.js";
+import { runReplay } from "../../consumers/replay/replay.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";

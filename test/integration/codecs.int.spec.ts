@@ -14,7 +14,7 @@
 import { until } from "../support/wait.js";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { dlqTopic } from "../../src/fold/dead-letter.js";
-import { FoldWorker } from "../../consumers/fold-worker.js";
+import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { simulate } from "../../producers/simulation.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";

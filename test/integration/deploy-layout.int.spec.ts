@@ -17,7 +17,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dockerIgnored, last, parseDockerfile, type Dockerfile, type Instruction, type Stage } from "../support/dockerfile.js";
-import { WORKER_NODE_FLAGS } from "../../consumers/fold-process.js";
+import { WORKER_NODE_FLAGS } from "../../consumers/fold/fold-process.js";
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));

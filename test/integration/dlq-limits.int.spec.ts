@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { LOG_CONFIG } from "../../src/adapters/kafka/topics.js";
 import { DLQ_HEADERS, dlqTopic } from "../../src/fold/dead-letter.js";
-import { FoldWorker } from "../../consumers/fold-worker.js";
+import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";

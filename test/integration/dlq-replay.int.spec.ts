@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { createKafka } from "../../src/adapters/kafka/client.js";
-import { FoldWorker } from "../../consumers/fold-worker.js";
-import { runReplay } from "../../consumers/replay.js";
+import { FoldWorker } from "../../consumers/fold/fold-worker.js";
+import { runReplay } from "../../consumers/replay/replay.js";
 import { DLQ_HEADERS, dlqTopic } from "../../src/fold/dead-letter.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";

@@ -5,7 +5,7 @@ import kafkajs from "kafkajs";
 import type { Admin } from "kafkajs";
 import type { OutMessage } from "../../src/adapters/kafka/producer.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
-import { FoldWorker } from "../../consumers/fold-worker.js";
+import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { openSender, produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";

@@ -11,7 +11,7 @@
  * fails the file, it is never skipped).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { FoldWorker } from "../../consumers/fold-worker.js";
+import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { dlqTopic } from "../../src/fold/dead-letter.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";

@@ -7,7 +7,7 @@
  */
 import { until } from "../support/wait.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { FoldWorker } from "../../consumers/fold-worker.js";
+import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";

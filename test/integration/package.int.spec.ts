@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { settingsEnv } from "../../consumers/fold-process.js";
+import { settingsEnv } from "../../consumers/fold/fold-process.js";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
 import { identityKeys } from "../../src/fold/keys.js";
 import { parsePyJson, validateObservation } from "../../src/core/index.js";

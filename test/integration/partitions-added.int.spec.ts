@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { Admin } from "kafkajs";
-import { FoldWorker } from "../../consumers/fold-worker.js";
+import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";

@@ -8,11 +8,11 @@
  */
 import { until } from "../support/wait.js";
 import { pausedMember } from "../support/group-members.js";
-import { settingsEnv } from "../../consumers/fold-process.js";
+import { settingsEnv } from "../../consumers/fold/fold-process.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { runReplay } from "../../consumers/replay.js";
+import { runReplay } from "../../consumers/replay/replay.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import type { BatchContext } from "../../src/adapters/kafka/consumer.js";
 import type { SourceRecord } from "../../src/fold/dead-letter.js";
-import { LogReader, type ChunkBuilder } from "../../consumers/log-reader.js";
+import { LogReader, type ChunkBuilder } from "../../consumers/replay/log-reader.js";
 import { createTopics, deleteTopics } from "../support/foreign/foreign.js";
 import { quietLog, testSettings } from "../support/pipeline.js";
 import { waitFor } from "../support/wait.js";

@@ -11,7 +11,7 @@
 import { spawn } from "node:child_process";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import { runReplay } from "../../consumers/replay.js";
+import { runReplay } from "../../consumers/replay/replay.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
@@ -20,7 +20,7 @@ import { connectRedis } from "../../src/adapters/redis/connect.js";
 import { RedisStore } from "../../src/adapters/redis/store.js";
 import type { Settings } from "../../src/config/settings.js";
 import { contextOfObservation, reducerIdentity, type Observation } from "../../src/core/index.js";
-import { settingsEnv } from "../../consumers/fold-process.js";
+import { settingsEnv } from "../../consumers/fold/fold-process.js";
 import { BIN, comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { until, waitFor } from "../support/wait.js";
 

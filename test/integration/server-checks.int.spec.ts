@@ -15,13 +15,13 @@
  * Spawns bin/mufold.js: `npm run build` first.
  */
 import { until } from "../support/wait.js";
-import { settingsEnv } from "../../consumers/fold-process.js";
+import { settingsEnv } from "../../consumers/fold/fold-process.js";
 import { spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import kafkajs from "kafkajs";
-import { FoldWorker } from "../../consumers/fold-worker.js";
-import { runReplay } from "../../consumers/replay.js";
+import { FoldWorker } from "../../consumers/fold/fold-worker.js";
+import { runReplay } from "../../consumers/replay/replay.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";

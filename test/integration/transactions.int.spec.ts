@@ -16,7 +16,7 @@ import type { Observation } from "../../src/core/index.js";
 import { confluentBatches } from "../support/foreign/batches.js";
 import { createTopics, deleteTopics, ensureForeignClients, type ForeignClients } from "../support/foreign/foreign.js";
 import { batchHeaders } from "../support/kafka-raw.js";
-import { runReplay } from "../../consumers/replay.js";
+import { runReplay } from "../../consumers/replay/replay.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
 
 let foreign: ForeignClients;

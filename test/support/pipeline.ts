@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { ChildProcess } from "node:child_process";
-import { spawnFoldWorker, waitForGroup } from "../../consumers/fold-process.js";
+import { spawnFoldWorker, waitForGroup } from "../../consumers/fold/fold-process.js";
 import { fileURLToPath } from "node:url";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
 import { ensureSetup } from "../../src/adapters/redis/functions.js";

@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { delimiter, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { WORKER_NODE_FLAGS } from "../../consumers/fold-process.js";
+import { WORKER_NODE_FLAGS } from "../../consumers/fold/fold-process.js";
 
 const BIN = fileURLToPath(new URL("../../bin/mufold.js", import.meta.url));
 const PACKAGE = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };

@@ -1,6 +1,6 @@
 /**
  * The coverage computation shared by `replay --verify` and `mufold status`
- * (consumers/coverage.ts): marks against committed offsets against the log's
+ * (consumers/verify/coverage.ts): marks against committed offsets against the log's
  * end, per partition; the verify target and how far the live side is behind
  * it, with the sentence that names it; the readiness verdict; and the status
  * table a person reads (src/cli/status.ts).
@@ -18,7 +18,7 @@ import {
   verifyTarget,
   type PartitionOffsets,
   type ReadinessInput,
-} from "../../consumers/coverage.js";
+} from "../../consumers/verify/coverage.js";
 import { statusTable, type StatusReport } from "../../src/cli/status.js";
 
 const p = (partition: number, mark: bigint | null, committed: bigint | null, end: bigint): PartitionOffsets => ({ topic: "obs", partition, mark, committed, end });

@@ -10,7 +10,7 @@ import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { SETTINGS, type SettingName } from "../../src/config/settings.js";
-import { WORKER_NODE_FLAGS } from "../../consumers/fold-process.js";
+import { WORKER_NODE_FLAGS } from "../../consumers/fold/fold-process.js";
 import { workerMemory } from "../support/capacity.js";
 import { flagValue, registryEnvNames, statusOf, yamlDocuments } from "../support/deploy.js";
 import { last, parseDockerfile } from "../support/dockerfile.js";

@@ -1,6 +1,6 @@
 /** FoldPositions, given/when/then: where a fold worker stands against the marks Redis holds. */
 import { describe, expect, it } from "vitest";
-import { FoldPositions } from "../../consumers/fold-positions.js";
+import { FoldPositions } from "../../consumers/fold/fold-positions.js";
 
 const marks = (entries: [number, bigint][]) => new Map(entries);
 

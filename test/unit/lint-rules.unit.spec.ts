@@ -46,6 +46,6 @@ describe("lint rules of the architecture", () => {
   it("allowed edges pass: the engine on the core, an adapter on the engine, the CLI on an application", async () => {
     expect(await rulesFor("src/fold/x.ts", 'import { canonicalJson } from "../core/canonical-json.js";\nexport const x = canonicalJson;')).toEqual([]);
     expect(await rulesFor("src/adapters/redis/x.ts", 'import { identityKeys } from "../../fold/keys.js";\nexport const x = identityKeys;')).toEqual([]);
-    expect(await rulesFor("src/cli/x.ts", 'import { FoldWorker } from "../../consumers/fold-worker.js";\nexport const x = FoldWorker;')).toEqual([]);
+    expect(await rulesFor("src/cli/x.ts", 'import { FoldWorker } from "../../consumers/fold/fold-worker.js";\nexport const x = FoldWorker;')).toEqual([]);
   });
 });

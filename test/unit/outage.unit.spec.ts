@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { OutageClock, OutageExceededError } from "../../consumers/outage.js";
-import { originFingerprint } from "../../consumers/partition-guard.js";
+import { OutageClock, OutageExceededError } from "../../consumers/fold/outage.js";
+import { originFingerprint } from "../../consumers/fold/partition-guard.js";
 
 describe("OutageClock", () => {
   it("holds an outage until the tolerance, then fails with one clear error", () => {

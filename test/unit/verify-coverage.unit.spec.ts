@@ -1,5 +1,5 @@
 /**
- * Verify proves coverage (consumers/verify.ts): an identity whose live
+ * Verify proves coverage (consumers/verify/verify.ts): an identity whose live
  * watermarks are only lower than the rebuilt ones is `behind_in_live` and
  * counted as missing in live, with those absent from live; a live generation
  * behind the rebuild's target fails with one `behind_log` failure per
@@ -7,10 +7,10 @@
  */
 import { describe, expect, it } from "vitest";
 import type { RedisStore } from "../../src/adapters/redis/store.js";
-import { verifyCoverage, type PartitionOffsets } from "../../consumers/coverage.js";
-import type { ReplaySummary } from "../../consumers/replay.js";
-import { coverageFailures, liveBehind, VerifyDetails, verifyGenerations, withFailures } from "../../consumers/verify.js";
-import { verifyReportHtml } from "../../consumers/verify-report.js";
+import { verifyCoverage, type PartitionOffsets } from "../../consumers/verify/coverage.js";
+import type { ReplaySummary } from "../../consumers/replay/replay.js";
+import { coverageFailures, liveBehind, VerifyDetails, verifyGenerations, withFailures } from "../../consumers/verify/verify.js";
+import { verifyReportHtml } from "../../consumers/verify/verify-report.js";
 import { byClass, findAll, parseXml, textOf } from "../support/xml.js";
 
 const LIVE = 3;

@@ -1,14 +1,14 @@
 /**
- * `replay --verify --report`: verify's per-identity results (consumers/verify.ts,
+ * `replay --verify --report`: verify's per-identity results (consumers/verify/verify.ts,
  * against a store double that counts reads) and the page written from them
- * (consumers/verify-report.ts): well-formed, self-contained, with the statuses,
+ * (consumers/verify/verify-report.ts): well-formed, self-contained, with the statuses,
  * the first differing offset and both byte windows escaped.
  */
 import { describe, expect, it } from "vitest";
 import type { RedisStore } from "../../src/adapters/redis/store.js";
-import type { ReplaySummary } from "../../consumers/replay.js";
-import { byteDifference, firstDifference, VerifyDetails, verifyGenerations, type VerifyReport } from "../../consumers/verify.js";
-import { verifyReportHtml } from "../../consumers/verify-report.js";
+import type { ReplaySummary } from "../../consumers/replay/replay.js";
+import { byteDifference, firstDifference, VerifyDetails, verifyGenerations, type VerifyReport } from "../../consumers/verify/verify.js";
+import { verifyReportHtml } from "../../consumers/verify/verify-report.js";
 import { byClass, findAll, parseXml, textOf, type XmlElement } from "../support/xml.js";
 
 const LIVE = 3;

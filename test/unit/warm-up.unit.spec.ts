@@ -1,12 +1,12 @@
 /**
- * The fold worker's warm-up (consumers/warm-up.ts): it runs its synthetic
+ * The fold worker's warm-up (consumers/fold/warm-up.ts): it runs its synthetic
  * records through the real engine, every one of them, with no services. The
  * expected counts come from the simulation itself, not from the warm-up.
  */
 import { describe, expect, it } from "vitest";
 import { simulate } from "../../producers/simulation.js";
 import { contextOfObservation, reducerIdentity } from "../../src/core/identity.js";
-import { warmUpEngine } from "../../consumers/warm-up.js";
+import { warmUpEngine } from "../../consumers/fold/warm-up.js";
 
 const OPTIONS = { reducerVersion: "memory_utility_reducer_v0", maxValueBytes: 65_536 };
 

@@ -68,7 +68,7 @@ export interface RedisConnection {
    * ioredis auto-pipelining on one node (default on; a cluster never has it,
    * see redisClientPlan). The fold's writer turns it off and coalesces its
    * writes itself (write-coalescing.ts); the replay's build writes each command
-   * as it is planned (consumers/replay-redis.ts).
+   * as it is planned (consumers/replay/replay-redis.ts).
    */
   autoPipelining?: boolean | undefined;
 }

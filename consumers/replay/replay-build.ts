@@ -22,16 +22,16 @@
  * one process, bound by its main thread, did not move.
  */
 import type { Kafka } from "kafkajs";
-import type { BatchContext } from "../src/adapters/kafka/consumer.js";
-import type { RedisClient } from "../src/adapters/redis/connect.js";
-import { RedisStore, writerStore } from "../src/adapters/redis/store.js";
-import type { Settings } from "../src/config/settings.js";
-import type { Logger } from "../src/observability/log.js";
-import { groupByKey, routeRecords } from "../src/fold/batch-router.js";
-import type { SourceRecord } from "../src/fold/dead-letter.js";
-import { IdentityApplier } from "../src/fold/identity-applier.js";
+import type { BatchContext } from "../../src/adapters/kafka/consumer.js";
+import type { RedisClient } from "../../src/adapters/redis/connect.js";
+import { RedisStore, writerStore } from "../../src/adapters/redis/store.js";
+import type { Settings } from "../../src/config/settings.js";
+import type { Logger } from "../../src/observability/log.js";
+import { groupByKey, routeRecords } from "../../src/fold/batch-router.js";
+import type { SourceRecord } from "../../src/fold/dead-letter.js";
+import { IdentityApplier } from "../../src/fold/identity-applier.js";
 import { LogReader, type ChunkBuilder } from "./log-reader.js";
-import { PartitionGuard } from "./partition-guard.js";
+import { PartitionGuard } from "../fold/partition-guard.js";
 import { connectBuildRedis } from "./replay-redis.js";
 
 export interface BuildStats {

@@ -11,7 +11,7 @@
  * lagging replica promoted) or the group's offsets were moved past it.
  */
 
-/** One partition's three positions, as read (consumers/coverage-source.ts). */
+/** One partition's three positions, as read (consumers/verify/coverage-source.ts). */
 export interface PartitionOffsets {
   topic: string;
   partition: number;

@@ -16,7 +16,7 @@
  *   the group's committed offsets and the live marks, and flips atomically.
  *   A crash lets the lease run out; SIGINT/SIGTERM release it at once.
  * - Every wait has a deadline; a crashed consumer ends the replay with its cause.
- * - The rebuild is bulk (consumers/replay-build.ts): no loads for the fresh
+ * - The rebuild is bulk (consumers/replay/replay-build.ts): no loads for the fresh
  *   generation, no per-batch bookkeeping in Redis or Kafka (positions are kept
  *   in memory; the sealed marks are the progress record), records applied in
  *   chunks bounded by `chunkBytes`. With `workers` > 1 the partitions are split
@@ -25,22 +25,22 @@
  *   does the sealing, verify and promote.
  */
 import { randomBytes } from "node:crypto";
-import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
-import { assertInfiniteRetention, groupOffsets, partitionOffsets } from "../src/adapters/kafka/topics.js";
-import { connectRedis, redisClientSettings } from "../src/adapters/redis/connect.js";
-import { assertFunctionsLoaded } from "../src/adapters/redis/functions.js";
-import { RedisStore } from "../src/adapters/redis/store.js";
-import type { Settings } from "../src/config/settings.js";
-import { MufoldError } from "../src/errors.js";
-import type { Logger } from "../src/observability/log.js";
-import { PromoteBehindError } from "../src/adapters/redis/errors.js";
-import { marksOfTopic, pastEndDetails, verifyCoverage, verifyTarget, type VerifyCoverage } from "./coverage.js";
-import { readPartitionOffsets } from "./coverage-source.js";
+import { createKafka, kafkaClientSettings } from "../../src/adapters/kafka/client.js";
+import { assertInfiniteRetention, groupOffsets, partitionOffsets } from "../../src/adapters/kafka/topics.js";
+import { connectRedis, redisClientSettings } from "../../src/adapters/redis/connect.js";
+import { assertFunctionsLoaded } from "../../src/adapters/redis/functions.js";
+import { RedisStore } from "../../src/adapters/redis/store.js";
+import type { Settings } from "../../src/config/settings.js";
+import { MufoldError } from "../../src/errors.js";
+import type { Logger } from "../../src/observability/log.js";
+import { PromoteBehindError } from "../../src/adapters/redis/errors.js";
+import { marksOfTopic, pastEndDetails, verifyCoverage, verifyTarget, type VerifyCoverage } from "../verify/coverage.js";
+import { readPartitionOffsets } from "../verify/coverage-source.js";
 import { FleetPause } from "./fleet-pause.js";
-import { partitionField } from "./partition-guard.js";
+import { partitionField } from "../fold/partition-guard.js";
 import { LocalShadow, type ShadowReader } from "./replay-build.js";
 import { SplitReader, WorkerPool, splitPartitions } from "./replay-workers.js";
-import { coverageFailures, differingOrigins, failedReport, verifyGenerations, withFailures, type VerifyDetails, type VerifyFailure, type VerifyReport } from "./verify.js";
+import { coverageFailures, differingOrigins, failedReport, verifyGenerations, withFailures, type VerifyDetails, type VerifyFailure, type VerifyReport } from "../verify/verify.js";
 import { AbortedError, sleepUnlessAborted, waitFor } from "./waiting.js";
 
 export interface ReplayOptions {

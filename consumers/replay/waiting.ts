@@ -1,5 +1,5 @@
 /** Waiting with a deadline and a way out: no wait in mufold is unbounded. */
-import { MufoldError } from "../src/errors.js";
+import { MufoldError } from "../../src/errors.js";
 
 export class AbortedError extends MufoldError {
   constructor(what = "stopped by a signal") {

@@ -11,9 +11,9 @@
  *   its mark was truncated or recreated: refused too.
  */
 import { createHash } from "node:crypto";
-import type { RedisStore } from "../src/adapters/redis/store.js";
-import { TopicOriginError } from "../src/adapters/redis/errors.js";
-import type { SourceRecord } from "../src/fold/dead-letter.js";
+import type { RedisStore } from "../../src/adapters/redis/store.js";
+import { TopicOriginError } from "../../src/adapters/redis/errors.js";
+import type { SourceRecord } from "../../src/fold/dead-letter.js";
 
 /** `<topic>:<partition>`, the field name of marks and origins in the control hash. */
 export function partitionField(topic: string, partition: number): string {

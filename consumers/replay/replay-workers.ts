@@ -1,7 +1,7 @@
 /**
  * The coordinator's side of `mufold replay --workers N`: the partitions are
  * split into N shares; the replay process reads the first itself, and N - 1
- * worker processes (consumers/replay-worker.ts) read the others, all writing
+ * worker processes (consumers/replay/replay-worker.ts) read the others, all writing
  * the coordinator's generation under its build token from offset 0. To the
  * replay they look like one reader (`SplitReader`): positions are what each
  * reader has applied, targets are raised through them, and a worker that
@@ -11,10 +11,10 @@
  * they run the built CLI (dist/): `npm run build` before running from source.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import type { Settings } from "../src/config/settings.js";
-import { WORKER_NODE_FLAGS, mufoldBin } from "./fold-process.js";
-import { MufoldError } from "../src/errors.js";
-import type { Logger } from "../src/observability/log.js";
+import type { Settings } from "../../src/config/settings.js";
+import { WORKER_NODE_FLAGS, mufoldBin } from "../fold/fold-process.js";
+import { MufoldError } from "../../src/errors.js";
+import type { Logger } from "../../src/observability/log.js";
 import { describeProgress, targetsReached } from "./log-reader.js";
 import { addStats, emptyStats, type BuildStats, type ShadowReader } from "./replay-build.js";
 import { settingsToWire, type FromWorker, type ToWorker } from "./replay-protocol.js";

@@ -1,13 +1,13 @@
 /**
- * Read the offsets coverage compares (consumers/coverage.ts): the fold group's
+ * Read the offsets coverage compares (consumers/verify/coverage.ts): the fold group's
  * committed offsets, the live generation's marks (control hash) and the log's
  * end offsets, in that order. A fold raises a mark before it commits, so
  * reading the commits first never shows a mark behind a commit that a batch
  * sealed between the two reads.
  */
 import type { Admin } from "kafkajs";
-import { groupOffsets, partitionOffsets } from "../src/adapters/kafka/topics.js";
-import type { RedisStore } from "../src/adapters/redis/store.js";
+import { groupOffsets, partitionOffsets } from "../../src/adapters/kafka/topics.js";
+import type { RedisStore } from "../../src/adapters/redis/store.js";
 import { marksOfTopic, type PartitionOffsets } from "./coverage.js";
 
 export async function readPartitionOffsets(admin: Admin, store: RedisStore, topic: string, group: string, generation: number | null): Promise<PartitionOffsets[]> {

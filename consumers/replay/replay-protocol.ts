@@ -4,7 +4,7 @@
  * and bigints go as they are). The settings travel whole, credentials
  * included, over that private channel: never in argv or the environment.
  */
-import { Secret, type Settings } from "../src/config/settings.js";
+import { Secret, type Settings } from "../../src/config/settings.js";
 import type { BuildStats } from "./replay-build.js";
 
 /** Settings as they cross the channel: credentials as plain strings (a Secret does not survive structured cloning). */

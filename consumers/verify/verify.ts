@@ -11,8 +11,8 @@
  * each mismatch's first difference (for `replay --verify --report`), from the
  * packets it read for the comparison: nothing is read twice.
  */
-import type { RedisStore } from "../src/adapters/redis/store.js";
-import { WATERMARK_PREFIX } from "../src/fold/keys.js";
+import type { RedisStore } from "../../src/adapters/redis/store.js";
+import { WATERMARK_PREFIX } from "../../src/fold/keys.js";
 import { behindDetails, type VerifyCoverage } from "./coverage.js";
 
 export type VerifyFailureReason =

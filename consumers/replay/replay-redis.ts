@@ -7,8 +7,8 @@
  * store (writerStore) groups them into few socket writes as the fold's does.
  */
 import { Cluster, Redis } from "ioredis";
-import { assertFcallRouting, redisClientPlan, redisClientSettings, type RedisClient } from "../src/adapters/redis/connect.js";
-import type { Settings } from "../src/config/settings.js";
+import { assertFcallRouting, redisClientPlan, redisClientSettings, type RedisClient } from "../../src/adapters/redis/connect.js";
+import type { Settings } from "../../src/config/settings.js";
 
 export function connectBuildRedis(settings: Settings): RedisClient {
   const plan = redisClientPlan({ ...redisClientSettings(settings), autoPipelining: false });

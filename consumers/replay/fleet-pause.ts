@@ -4,10 +4,10 @@
  * resume by themselves; a clean stop releases it at once.
  */
 import type { Admin } from "kafkajs";
-import { PauseLostError } from "../src/adapters/redis/errors.js";
-import type { RedisStore } from "../src/adapters/redis/store.js";
-import { MufoldError } from "../src/errors.js";
-import type { Logger } from "../src/observability/log.js";
+import { PauseLostError } from "../../src/adapters/redis/errors.js";
+import type { RedisStore } from "../../src/adapters/redis/store.js";
+import { MufoldError } from "../../src/errors.js";
+import type { Logger } from "../../src/observability/log.js";
 import { sleepUnlessAborted } from "./waiting.js";
 
 export class FleetPause {

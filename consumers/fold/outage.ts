@@ -3,7 +3,7 @@
  * configured tolerance: the fold holds its batch and reports not-ready while
  * an outage lasts, and gives up with one clear error past the tolerance.
  */
-import { MufoldError } from "../src/errors.js";
+import { MufoldError } from "../../src/errors.js";
 
 export class OutageExceededError extends MufoldError {
   constructor(what: string, seconds: number, cause: unknown) {

@@ -5,10 +5,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
-import { groupOffsets, partitionOffsets } from "../src/adapters/kafka/topics.js";
-import { settingsEnv, type Settings } from "../src/config/settings.js";
-import { MufoldError } from "../src/errors.js";
+import { createKafka, kafkaClientSettings } from "../../src/adapters/kafka/client.js";
+import { groupOffsets, partitionOffsets } from "../../src/adapters/kafka/topics.js";
+import { settingsEnv, type Settings } from "../../src/config/settings.js";
+import { MufoldError } from "../../src/errors.js";
 
 /** The CLI entry, bin/mufold.js, found through the package's own name (the same from source and from dist/). */
 export function mufoldBin(): string {

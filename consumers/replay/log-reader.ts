@@ -17,10 +17,10 @@
  * they are paused and their records dropped.
  */
 import type { Kafka } from "kafkajs";
-import { GroupConsumer, type BatchContext } from "../src/adapters/kafka/consumer.js";
-import { MufoldError } from "../src/errors.js";
-import type { Logger } from "../src/observability/log.js";
-import type { SourceRecord } from "../src/fold/dead-letter.js";
+import { GroupConsumer, type BatchContext } from "../../src/adapters/kafka/consumer.js";
+import { MufoldError } from "../../src/errors.js";
+import type { Logger } from "../../src/observability/log.js";
+import type { SourceRecord } from "../../src/fold/dead-letter.js";
 
 /** Where chunks go. */
 export interface ChunkBuilder {

@@ -20,12 +20,12 @@
  * follower that falls behind the cap resynchronizes from the packets (or the
  * meta `dig`) of the generation's identities.
  */
-import type { OutMessage, ReliableProducer } from "../src/adapters/kafka/producer.js";
-import type { RedisStore } from "../src/adapters/redis/store.js";
-import type { Settings } from "../src/config/settings.js";
-import { canonicalJson } from "../src/core/canonical-json.js";
-import { MufoldError } from "../src/errors.js";
-import type { FeedChange, ProposalChange } from "../src/fold/identity-applier.js";
+import type { OutMessage, ReliableProducer } from "../../src/adapters/kafka/producer.js";
+import type { RedisStore } from "../../src/adapters/redis/store.js";
+import type { Settings } from "../../src/config/settings.js";
+import { canonicalJson } from "../../src/core/canonical-json.js";
+import { MufoldError } from "../../src/errors.js";
+import type { FeedChange, ProposalChange } from "../../src/fold/identity-applier.js";
 
 /** The change feed as the fold and the replay use it: the registry's settings (src/config/settings.ts), validated there. */
 export interface ChangeFeedSettings {

@@ -11,9 +11,9 @@
  * never outlives its replay. SIGINT is left to the coordinator, which stops
  * its workers itself (a terminal sends it to the whole process group).
  */
-import { createKafka, kafkaClientSettings } from "../src/adapters/kafka/client.js";
-import { MufoldError } from "../src/errors.js";
-import type { Logger } from "../src/observability/log.js";
+import { createKafka, kafkaClientSettings } from "../../src/adapters/kafka/client.js";
+import { MufoldError } from "../../src/errors.js";
+import type { Logger } from "../../src/observability/log.js";
 import { LocalShadow } from "./replay-build.js";
 import { settingsFromWire, type FromWorker, type ToWorker, type WorkerJob } from "./replay-protocol.js";
 

@@ -7,13 +7,13 @@
  * and Redis clients are not warmed). It leaves behind garbage and V8's
  * optimised code, which is the point; the engine keeps no caches of its own.
  */
-import { MemoryIdentityStore } from "../src/adapters/memory/identity-store.js";
-import { observationRecord } from "../src/client/producer.js";
-import { keyWaves, routeRecords } from "../src/fold/batch-router.js";
-import type { SourceRecord } from "../src/fold/dead-letter.js";
-import { IdentityApplier } from "../src/fold/identity-applier.js";
-import type { DecisionOptions } from "../src/fold/record-decision.js";
-import { simulate } from "../producers/simulation.js";
+import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";
+import { observationRecord } from "../../src/client/producer.js";
+import { keyWaves, routeRecords } from "../../src/fold/batch-router.js";
+import type { SourceRecord } from "../../src/fold/dead-letter.js";
+import { IdentityApplier } from "../../src/fold/identity-applier.js";
+import type { DecisionOptions } from "../../src/fold/record-decision.js";
+import { simulate } from "../../producers/simulation.js";
 
 /** Records per warm-up batch, over this many partitions: batches of several identities, as a fetch brings. */
 const BATCH = 250;
