@@ -1,8 +1,7 @@
 /** `mufold read`: one packet by identity or by scope, or the list of identities. */
-import { ContractError, parsePyJson, validateProjection } from "../core/index.js";
+import { ContractError, IDENTITY_PATTERN, parsePyJson, validateProjection } from "../core/index.js";
 import { resolveSettings } from "../config/settings.js";
 import { openRedis, readerClientSettings } from "../adapters/redis/connect.js";
-import { IDENTITY_RE } from "../http/server.js";
 import { ProjectionReader, identityOf } from "../client/readback.js";
 import { canonicalJson } from "../core/canonical-json.js";
 import { UsageError, type FlagValues } from "./args.js";
@@ -29,7 +28,7 @@ export function readTarget(values: FlagValues, reducerVersion: string): ReadTarg
   }
   const validate = values.validate === true;
   if (identity !== undefined) {
-    if (!IDENTITY_RE.test(identity)) throw new UsageError(`invalid --identity ${shownValue(identity)}: must be mur_ followed by 64 lowercase hex digits`);
+    if (!IDENTITY_PATTERN.test(identity)) throw new UsageError(`invalid --identity ${shownValue(identity)}: must be mur_ followed by 64 lowercase hex digits`);
     return { list: false, identity, validate };
   }
   const missing = SCOPE_FLAGS.filter((f) => values[f] === undefined);

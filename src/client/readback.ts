@@ -6,11 +6,11 @@
  * commands (FCALL_RO, HGET, SSCAN, XREAD).
  */
 import type { Cluster, Redis } from "ioredis";
-import { normalizeContext, parsePyJson, reducerIdentity, validateProjection, DEFAULT_REDUCER_VERSION, type PyObject, type Scope } from "../core/index.js";
+import { IDENTITY_PATTERN, normalizeContext, parsePyJson, reducerIdentity, validateProjection, DEFAULT_REDUCER_VERSION, type PyObject, type Scope } from "../core/index.js";
 import { openRedis, readerClientSettings } from "../adapters/redis/connect.js";
 import { RedisStore } from "../adapters/redis/store.js";
 import { META_FIELDS, partIndex } from "../fold/keys.js";
-import { etagOf } from "../http/etag.js";
+import { etagOf } from "../core/digest.js";
 import { MufoldError } from "../errors.js";
 import { followChanges, type FeedEvent, type SubscribeOptions } from "./change-feed.js";
 import { settingsOf, type ClientOptions } from "./options.js";
@@ -57,7 +57,6 @@ export interface GetOptions {
   validate?: boolean;
 }
 
-const IDENTITY_RE = /^mur_[0-9a-f]{64}$/;
 const READ_ATTEMPTS = 5;
 
 /**
@@ -125,7 +124,7 @@ export class ProjectionReader {
    */
   async get(target: string | ScopeRef, options: GetOptions = {}): Promise<ProjectionRead | null> {
     const identity = typeof target === "string" ? target : identityOf(target, this.reducerVersion);
-    if (!IDENTITY_RE.test(identity)) throw new MufoldError(`invalid identity ${JSON.stringify(identity.slice(0, 80))}: must be mur_ followed by 64 lowercase hex digits`);
+    if (!IDENTITY_PATTERN.test(identity)) throw new MufoldError(`invalid identity ${JSON.stringify(identity.slice(0, 80))}: must be mur_ followed by 64 lowercase hex digits`);
     for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
       const generation = await this.generation();
       const meta = this.store.keys(generation, identity)[partIndex("m")]!;

@@ -10,6 +10,11 @@ export const sha256Hex: (text: string) => string = oneShot
   ? (text) => oneShot("sha256", text, "hex")
   : (text) => crypto.createHash("sha256").update(text, "utf8").digest("hex");
 
+/** The strong entity tag of exact bytes, `"<sha256 hex>"`: what HTTP and the library both hand out. */
+export function etagOf(body: Uint8Array | string): string {
+  return `"${crypto.createHash("sha256").update(body).digest("hex")}"`;
+}
+
 /** `prefix + sha256(canonical_json(value))`, the shape of every id in the contract. */
 export function canonicalDigest(value: PyValue, prefix: string): string {
   return prefix + sha256Hex(canonicalJson(value));

@@ -46,6 +46,9 @@ function below(level: Memo, part: string): Memo {
   return next;
 }
 
+/** What every reducer identity looks like: `mur_` and 64 lowercase hex digits. */
+export const IDENTITY_PATTERN = /^mur_[0-9a-f]{64}$/;
+
 /** `mur_` id of a context; memoized, since the fold asks once per record. */
 export function reducerIdentity(context: ReducerContext): string {
   const s = context.scope;

@@ -39,6 +39,7 @@ export {
 } from "./observation.js";
 export {
   reducerIdentity,
+  IDENTITY_PATTERN,
   normalizeContext,
   contextOfObservation,
   subjectIdOf,

@@ -1,10 +1,4 @@
-/** Strong entity tags over exact response bytes, and RFC 9110 If-None-Match matching. */
-import { createHash } from "node:crypto";
-
-/** `"<sha256 hex of the bytes>"`. */
-export function etagOf(body: Buffer | string): string {
-  return `"${createHash("sha256").update(body).digest("hex")}"`;
-}
+/** RFC 9110 If-None-Match matching against the strong tags of src/core/digest.ts. */
 
 /**
  * Whether an If-None-Match header matches `etag` (so the answer is 304): `*`

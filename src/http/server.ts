@@ -17,15 +17,15 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Counter, Histogram, type Registry } from "prom-client";
-import { canonicalJson, isPyObject, parsePyJson, ContractError, DEFAULT_REDUCER_VERSION, type PyObject } from "../core/index.js";
+import { canonicalJson, isPyObject, parsePyJson, ContractError, DEFAULT_REDUCER_VERSION, IDENTITY_PATTERN, type PyObject } from "../core/index.js";
 import { OPAQUE_REF_RE } from "../core/fields.js";
 import { MufoldError } from "../errors.js";
 import type { Logger } from "../observability/log.js";
 import { identityOf, type ProjectionReader } from "../client/readback.js";
-import { etagOf, ifNoneMatchHits } from "./etag.js";
+import { ifNoneMatchHits } from "./etag.js";
+import { etagOf } from "../core/digest.js";
 import { Readiness, type CheckResult, type ReadinessCheck } from "./readiness.js";
 
-export const IDENTITY_RE = /^mur_[0-9a-f]{64}$/;
 export const SCOPE_PARAMS = ["agent_id", "project_id", "corpus_id", "surface_id"] as const;
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
@@ -140,7 +140,7 @@ function refParam(query: URLSearchParams, name: string, required: boolean): stri
 }
 
 function checkIdentity(identity: string): void {
-  if (!IDENTITY_RE.test(identity)) throw new HttpError(400, "malformed_identity", `identity must match ${IDENTITY_RE.source}`);
+  if (!IDENTITY_PATTERN.test(identity)) throw new HttpError(400, "malformed_identity", `identity must match ${IDENTITY_PATTERN.source}`);
 }
 
 /** First index whose identity sorts after `cursor` (ids are sorted by code unit, as Array.prototype.sort does). */
@@ -289,7 +289,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         if (!(limit >= 1 && limit <= MAX_PAGE)) throw new HttpError(400, "invalid_parameter", `limit must be an integer from 1 to ${MAX_PAGE}`, { parameter: "limit" });
       }
       const cursor = singleParam(query, "cursor");
-      if (cursor !== undefined && cursor !== "" && !IDENTITY_RE.test(cursor)) {
+      if (cursor !== undefined && cursor !== "" && !IDENTITY_PATTERN.test(cursor)) {
         throw new HttpError(400, "invalid_parameter", "cursor must be a next_cursor from a previous page", { parameter: "cursor" });
       }
       const gen = await currentGeneration();
