@@ -2,9 +2,8 @@
  * Benchmarks measure mufold as it runs: every `mufold` process starts Node with
  * WORKER_NODE_FLAGS (bin/mufold.js's shebang), so a bench that runs mufold code
  * in its own process re-executes itself under them first — unless the command
- * line already sets the semi-space size (to measure another one). Without the
- * flags the in-process fold spent ~10% more CPU per record and the embedded
- * reducer ~1.5× longer on a 1,000-delivery identity (docs/benchmarks.md).
+ * line already sets the semi-space size (to measure another one): measured
+ * in the same process as the fold, the flags matter.
  */
 import { spawn } from "node:child_process";
 import { WORKER_NODE_FLAGS } from "../consumers/fold/fold-process.js";

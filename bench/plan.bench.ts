@@ -11,9 +11,8 @@
  * The sizes are measured side by side: the samples are taken in rounds, each
  * round timing every size (in turns that alternate from round to round), and
  * each size's median is over all its rounds. A ratio of two sizes then
- * compares them over the same stretch of the run. Measured one after the
- * other, the n = 1,000 median of unchanged code moved between 36 and 76 µs
- * from run to run on this machine (docs/benchmarks.md).
+ * compares them over the same stretch of the run: medians of unchanged code
+ * taken one after the other move a lot from run to run on this machine.
  *
  *   npx tsx bench/plan.bench.ts [--sizes 10,1000] [--samples 200] [--rounds 5]
  *

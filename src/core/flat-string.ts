@@ -4,10 +4,9 @@
  * keeps as soon as it is made: reading a character makes V8 copy the tree into
  * one sequential string in place, and the nodes die young instead of being
  * copied by every scavenge until the store writes the string (ioredis
- * flattens what it writes, so the copy is made once either way). Measured side
- * by side on the fold, two runs each: 92 and 87 µs of CPU per record without
- * it, 73 and 83 with it (docs/benchmarks.md). The embedded reducer joins its
- * fragments at once, so it does not flatten them first. Returns `s`.
+ * flattens what it writes, so the copy is made once either way). The embedded
+ * reducer joins its fragments at once, so it does not flatten them first.
+ * Returns `s`.
  */
 export function flat(s: string): string {
   s.charCodeAt(0);

@@ -400,8 +400,7 @@ export class IdentityParts {
    * The store now holds what `changes` (this model's last flush) wrote: let go
    * of those subject and history fragments. Their members, proposals and
    * element hashes stay, which is all a later flush compares; a released part
-   * reads as an empty fragment. (Measured on the pipeline bench's workload:
-   * 3,284 → 2,471 bytes per accepted observation; docs/benchmarks.md.)
+   * reads as an empty fragment, so a cached model keeps only what it compares.
    */
   release(changes: PartsChanges): void {
     for (const { after } of changes.subjects.values()) if (after !== undefined) after.fragment = "";

@@ -18,8 +18,8 @@ export interface IdentityState {
   /**
    * Every id's versions, one per distinct fingerprint, in the order they were
    * first delivered. A list, not a map: almost every id has one version, and a
-   * one-entry Map costs ~230 bytes of heap against ~40 for a one-element array
-   * (a worker caches one per accepted observation; docs/benchmarks.md).
+   * one-entry Map costs several times a one-element array's heap (a worker
+   * caches one per accepted observation).
    */
   byId: Map<string, FingerprintState[]>;
   deliveries: number;

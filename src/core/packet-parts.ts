@@ -185,9 +185,8 @@ let template: SkeletonTemplate | undefined;
 
 /**
  * The skeleton's stored text with a hole per field that is not the same for
- * every packet: computed once. (It was once per context, which every cached
- * model owns: ~1 KB a model and a compactJson of the whole packet for every
- * new identity.)
+ * every packet: computed once, not per context, so no cached model owns a copy
+ * and a new identity costs no compactJson of the whole packet.
  */
 function skeletonTemplate(): SkeletonTemplate {
   if (template !== undefined) return template;
