@@ -5,8 +5,10 @@
 //
 // REDIS_URL (default redis://127.0.0.1:6379) and MUFOLD_PREFIX (default mufold)
 // say where. Prints the packet, canonical JSON on one line, exactly the bytes
-// the reducer made; exits 3 when there is no packet for the identity. Needs only
-// the reader ACL role (HGET, FCALL_RO). Built, vetted and run by
+// the reducer made. Exits 2 for a usage error (an identity is mur_ and 64
+// lowercase hex digits), 3 when there is no packet for the identity, 4 when
+// nothing has been folded under the prefix yet. Needs only the reader ACL role
+// (HGET, FCALL_RO). Built, vetted and run by
 // test/integration/readback-snippets.int.spec.ts.
 package main
 
@@ -19,13 +21,25 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// The ten parts of an identity, in the order mufold_read_v1 takes them (src/fold/keys.ts).
+// The ten parts of an identity, in the order mufold_read_v1 takes them (IDENTITY_PARTS in src/fold/stored-names.ts).
 var parts = []string{"m", "d", "s", "si", "h", "hi", "hl", "c", "ci", "p"}
+
+var identityPattern = regexp.MustCompile(`^mur_[0-9a-f]{64}$`)
+
+const (
+	exitUsage        = 2
+	exitUnknown      = 3
+	exitNoGeneration = 4
+)
+
+// errNoGeneration: nothing has been folded under the prefix yet.
+var errNoGeneration = errors.New("no mufold generation")
 
 // canonicalJSON writes maps with sorted keys and no spaces, without HTML escaping (as Python's json.dumps).
 func canonicalJSON(value any) ([]byte, error) {
@@ -58,7 +72,7 @@ func identity(agent, project, corpus, surface, retrieval, policy, reducerVersion
 func readPacket(ctx context.Context, rdb *redis.Client, prefix, ident string) (string, error) {
 	generation, err := rdb.HGet(ctx, prefix+":control", "generation").Result()
 	if errors.Is(err, redis.Nil) {
-		return "", errors.New("no mufold generation in Redis: nothing has been folded yet")
+		return "", errNoGeneration
 	} else if err != nil {
 		return "", err
 	}
@@ -85,6 +99,10 @@ func run(args []string) int {
 	switch len(args) {
 	case 1:
 		ident = args[0]
+		if !identityPattern.MatchString(ident) {
+			fmt.Fprintf(os.Stderr, "invalid identity %q: must be mur_ followed by 64 lowercase hex digits\n", ident)
+			return exitUsage
+		}
 	case 6, 7:
 		version := "memory_utility_reducer_v0"
 		if len(args) == 7 {
@@ -96,19 +114,23 @@ func run(args []string) int {
 		}
 	default:
 		fmt.Fprintln(os.Stderr, "usage: read mur_… | AGENT PROJECT CORPUS SURFACE RETRIEVAL POLICY [REDUCER_VERSION]")
-		return 2
+		return exitUsage
 	}
 	opts, err := redis.ParseURL(getenv("REDIS_URL", "redis://127.0.0.1:6379"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return exitUsage
 	}
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
-	packet, err := readPacket(context.Background(), rdb, getenv("MUFOLD_PREFIX", "mufold"), ident)
-	if errors.Is(err, redis.Nil) {
+	prefix := getenv("MUFOLD_PREFIX", "mufold")
+	packet, err := readPacket(context.Background(), rdb, prefix, ident)
+	if errors.Is(err, errNoGeneration) {
+		fmt.Fprintf(os.Stderr, "no mufold generation in Redis under prefix %s: nothing has been folded yet\n", prefix)
+		return exitNoGeneration
+	} else if errors.Is(err, redis.Nil) {
 		fmt.Fprintf(os.Stderr, "no projection for identity %s\n", ident)
-		return 3
+		return exitUnknown
 	} else if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -151,9 +151,14 @@ JSON summary on stdout, a progress bar on a terminal, JSON log lines on stderr.
 Exit 0 when nothing differs (with --verify: every identity compared and
 equal, and no partition behind_log), 1 otherwise or when Kafka or Redis cannot be reached at start, 2 for a
 usage or settings error or a topic that does not exist.`,
-  // internal-worker (undocumented): how --workers starts its worker processes (IPC only).
-  { verify: bool, "to-end": bool, report: str, promote: bool, "keep-shadow": bool, "drop-after": str, "change-reducer-version": bool, workers: str, "chunk-bytes": str, "internal-worker": bool },
+  { verify: bool, "to-end": bool, report: str, promote: bool, "keep-shadow": bool, "drop-after": str, "change-reducer-version": bool, workers: str, "chunk-bytes": str },
 );
+
+/**
+ * How `replay --workers` starts each worker process: `mufold replay` with this one argument and an IPC channel.
+ * Not a flag of REPLAY, so the help, which lists every flag the parser accepts, need not show it.
+ */
+export const REPLAY_WORKER_ARG = "--internal-worker";
 
 export const STATUS = streamSpec(
   "status",
@@ -292,13 +297,15 @@ export const MAIN_USAGE = `usage: mufold <command> [flags]    (mufold <command> 
                           the fail-closed readback validator
   mufold produce [--input FILE|-] [--raw]
                           validate and send observations (JSON array or JSON lines)
-  mufold simulate [--agents N --observations N --duplicate-rate R --conflict-rate R --seed S --rate R --malformed N …]
+  mufold simulate [--agents N] [--observations N] [--scopes-per-agent N] [--snapshot-every N] [--duplicate-rate R]
+                  [--conflict-rate R] [--seed S] [--rate R] [--malformed N]
                           send deterministic load from many agents
   mufold fold [--http-port P]
                           fold the topic into Redis until SIGTERM/SIGINT
   mufold read (--identity mur_… | --agent A --project P --corpus C --surface S --retrieval R --policy P | --list) [--validate]
                           print one packet
-  mufold replay [--verify [--to-end]] [--promote] [--keep-shadow] [--drop-after SECONDS] [--workers N]
+  mufold replay [--verify [--to-end] [--report FILE.html]] [--promote] [--keep-shadow] [--drop-after SECONDS]
+                [--change-reducer-version] [--workers N] [--chunk-bytes BYTES]
                           rebuild every projection from offset 0
   mufold status [--json]  the live generation's marks against the group's offsets and the log, and a verdict
   mufold serve [--port 8080] [--host 127.0.0.1]

@@ -16,7 +16,7 @@ import { commandFlags, stringFlag } from "./command.js";
 import { InputReadError, readInputText, writeOut } from "./io.js";
 import { preflight } from "./preflight.js";
 import { progressBar } from "./progress.js";
-import { PRODUCE, REPLAY, SIMULATE } from "./specs.js";
+import { PRODUCE, REPLAY, REPLAY_WORKER_ARG, SIMULATE } from "./specs.js";
 import { intFlag, numberFlag } from "./values.js";
 
 export async function produceCommand(args: string[]): Promise<number> {
@@ -104,10 +104,10 @@ export async function runSimulation(
 }
 
 export async function replayCommand(args: string[]): Promise<number> {
+  // A worker process of --workers: its settings and job come over the IPC channel.
+  if (args.length === 1 && args[0] === REPLAY_WORKER_ARG) return runReplayWorker(createLogger({ service: "mufold" }));
   const values = await commandFlags(REPLAY, args);
   if (values === undefined) return 0;
-  // A worker process of --workers: its settings and job come over the IPC channel.
-  if (values["internal-worker"] === true) return runReplayWorker(createLogger({ service: "mufold" }));
   const settings = resolveSettings(values);
   const dropAfterSeconds = numberFlag(values["drop-after"], "drop-after", 5, { min: 0 });
   const workers = intFlag(values.workers, "workers", 1, { min: 1, max: 256 });

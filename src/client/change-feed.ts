@@ -9,7 +9,7 @@
  * Uses only commands of the reader ACL role (HGET, XREAD).
  */
 import type { RedisClient } from "../adapters/redis/connect.js";
-import { CONTROL_FIELDS, changesKey, controlKey } from "../fold/keys.js";
+import { CONTROL_FIELDS, changesKey, controlKey } from "../adapters/redis/keys.js";
 import { MufoldError } from "../errors.js";
 import { PROJECTION_STATUSES, type ProjectionStatus } from "./projection.js";
 
@@ -38,8 +38,10 @@ export interface GenerationEvent {
   previous: number | null;
 }
 
+/** What `ProjectionReader.subscribe` yields: narrow on `type`. */
 export type FeedEvent = ChangeEvent | GenerationEvent;
 
+/** Where `ProjectionReader.subscribe` starts, how it reads, and what stops it. */
 export interface SubscribeOptions {
   /**
    * Resume after this entry (a ChangeEvent's generation and id). If that

@@ -19,8 +19,13 @@
  * if (read !== null) console.log(read.projection.status, read.version, read.etag);
  * await reader.close();
  * ```
+ *
+ * @module mufold
  */
-export { ProjectionReader, identityOf, type ScopeRef, type ProjectionRead, type GetOptions } from "./readback.js";
+// Where a re-export carries its own TSDoc, that is the API reference's text for it (`npm run docs`).
+export { ProjectionReader, identityOf, type ScopeRef, type ProjectionRead } from "./readback.js";
+/** Options of `ProjectionReader.get`. */
+export type { GetOptions } from "./readback.js";
 export type { FeedEvent, ChangeEvent, GenerationEvent, SubscribeOptions } from "./change-feed.js";
 export { ObservationProducer, observationRecord, type ObservationRecord } from "./producer.js";
 export {
@@ -36,6 +41,9 @@ export type { ClientOptions } from "./options.js";
 export {
   PROJECTION_STATUSES,
   type Projection,
+  type AcceptedProjection,
+  type RejectedProjection,
+  type ProjectionFields,
   type ProjectionStatus,
   type Subject,
   type HistoryEntry,
@@ -47,10 +55,13 @@ export {
   type PacketRejection,
   type EvidenceLabelSummary,
   type Scope,
-  type UtilityLabel,
-  type AttributionLevel,
-  type EvidenceBasis,
 } from "./projection.js";
+/** An evaluator's verdict on the memories applied: `helpful`, `harmful`, `neutral` or `unknown`. */
+export type { UtilityLabel } from "./projection.js";
+/** Which memories a judgment is about: `item` (exactly one), `set` (all applied, together) or `none` (not established). */
+export type { AttributionLevel } from "./projection.js";
+/** What a judgment rests on: an owner's correction, a controlled replay, a deterministic effect, an evaluator's inference, or `insufficient`. */
+export type { EvidenceBasis } from "./projection.js";
 export type { Observation } from "../core/index.js";
 export { ContractError, ObservationValidationError } from "../core/index.js";
 export { MufoldError } from "../errors.js";

@@ -16,7 +16,9 @@ import {
   type Scope,
   type UtilityFields,
 } from "../core/index.js";
+import { statingRefForm } from "../core/fields.js";
 
+/** What the recall query was, without the query: its digest and a one-line summary. */
 export interface QueryEvidence {
   /** 16 lowercase hex digits. */
   query_digest: string;
@@ -54,6 +56,7 @@ export interface ApplicationReceipt {
   policy_snapshot_ref?: string;
 }
 
+/** The outcome the producer verified for the application's artifact (`outcome_ref` names it). */
 export interface VerifiedOutcome {
   verified: true;
   outcome_ref: string;
@@ -86,6 +89,7 @@ export interface EvaluatorProposal extends UtilityFields {
   memory_ref_digests: string[];
 }
 
+/** What `observation()` binds into one observation: the three verified facts, the evaluator's proposal and the time. */
 export interface ObservationInput {
   receipt: ApplicationReceipt;
   outcome: VerifiedOutcome;
@@ -98,7 +102,9 @@ export interface ObservationInput {
 /**
  * Build a normalized observation (`memory_utility_observation_v0`). Throws the
  * contract's ContractError, with the reference's message, when the facts do
- * not bind or a field is invalid.
+ * not bind or a field is invalid; for a malformed reference the message goes
+ * on to state the accepted form (1 to 200 characters, each a letter, digit,
+ * `_`, `.`, `:` or `-`, the first a letter or digit).
  */
 export function observation(input: ObservationInput): Observation {
   const receipt = plain({ ...input.receipt, schema_version: input.receipt.schema_version ?? RECEIPT_SCHEMA_VERSION });
@@ -110,7 +116,11 @@ export function observation(input: ObservationInput): Observation {
     attribution_context: plain({ ...input.context, scope: plain(input.context.scope) }),
   };
   const proposal = plain({ ...input.proposal, scope: plain(input.proposal.scope), confidence: new PyFloat(input.proposal.confidence) });
-  return buildObservation(facts, proposal, input.createdAt);
+  try {
+    return buildObservation(facts, proposal, input.createdAt);
+  } catch (err) {
+    throw statingRefForm(err);
+  }
 }
 
 /** A typed record as the core's JSON value model; absent optional fields are left out (not null). */

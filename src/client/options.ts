@@ -6,6 +6,7 @@
  */
 import { resolveSettings, type Settings } from "../config/settings.js";
 
+/** Where `ProjectionReader.connect` and `ObservationProducer.connect` connect to; every field is optional. */
 export interface ClientOptions {
   /** Kafka bootstrap brokers, `host:port` (default KAFKA_BROKERS, else 127.0.0.1:9092). */
   brokers?: readonly string[];

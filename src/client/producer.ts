@@ -7,6 +7,7 @@
  * fails with one line (typedProducerStep), never with kafkajs's own error.
  */
 import { canonicalJson, observationToPy, validateObservation, type Observation } from "../core/index.js";
+import { statingRefForm } from "../core/fields.js";
 import { createKafka, kafkaClientSettings, type Kafka } from "../adapters/kafka/client.js";
 import { ReliableProducer, typedProducerStep, type OutMessage } from "../adapters/kafka/producer.js";
 import { ensureTopics, topicSpec } from "../adapters/kafka/topics.js";
@@ -32,6 +33,15 @@ export function observationRecord(obs: Observation): ObservationRecord {
     value: canonicalJson(observationToPy(obs)),
     headers: { schema: OBSERVATION_SCHEMA_HEADER, "content-type": "application/json" },
   };
+}
+
+/** The records of observations validated again (a caller may have built or changed one by hand); throws ObservationValidationError. */
+export function validatedRecords(observations: readonly Observation[]): ObservationRecord[] {
+  try {
+    return observations.map((o) => observationRecord(validateObservation(observationToPy(o))));
+  } catch (err) {
+    throw statingRefForm(err);
+  }
 }
 
 const BATCH = 500;
@@ -93,14 +103,15 @@ export class ObservationProducer {
 
   /**
    * Validate every observation, then send them all (acks=all). An invalid one
-   * throws ObservationValidationError before anything of the call is sent.
+   * throws ObservationValidationError before anything of the call is sent (a
+   * malformed reference's message states the accepted form).
    * Kafka unreachable past the retry budget: as `connect`.
    */
   async publish(observations: readonly Observation[]): Promise<void> {
-    const records = observations.map((o) => observationRecord(validateObservation(observationToPy(o))));
-    await this.sender.send(records);
+    await this.sender.send(validatedRecords(observations));
   }
 
+  /** Disconnect from Kafka once what was sent is acknowledged; the producer cannot publish after it. */
   async close(): Promise<void> {
     await this.sender.close();
   }

@@ -15,9 +15,12 @@ export type { AttributionLevel, EvidenceBasis, Scope, UtilityLabel };
 
 /** `ready`: accepted observations, no conflict. `empty`: nothing accepted. `review_required`: a quarantined observation id or a subject in conflict. `rejected`: the input could not be reduced (the packet says why in `rejections`). */
 export type ProjectionStatus = "ready" | "empty" | "review_required" | "rejected";
+/** Every ProjectionStatus. */
 export const PROJECTION_STATUSES: readonly ProjectionStatus[] = ["ready", "empty", "review_required", "rejected"];
 
+/** What a subject's evidence amounts to for review: nothing to review, attenuation proposed, a conflict, or attribution not established. */
 export type ReviewState = "none" | "attenuation_proposed" | "conflict" | "unresolved_attribution";
+/** The action a review proposes to a human or host (one per ReviewState, in order); mufold takes none. */
 export type ReviewAction = "none" | "attenuate_or_review" | "manual_review" | "collect_attribution";
 
 /** What a subject's evidence asks a human (or host) to look at. Never an action mufold takes. */
@@ -96,8 +99,35 @@ export interface ReviewProposal {
   action_authority_granted: false;
 }
 
-/** A packet: the projection of one reducer identity (scope + retrieval and policy snapshots + reducer version). */
-export interface Projection {
+/**
+ * A packet: the projection of one reducer identity (scope + retrieval and
+ * policy snapshots + reducer version). `status` discriminates it, as the
+ * readback validator holds every packet to: a `rejected` packet's rejections
+ * are PacketRejections (only why), any other packet's are ConflictRejections.
+ *
+ * ```ts
+ * if (projection.status === "rejected") console.log(projection.rejections[0]?.reason_codes);
+ * else for (const r of projection.rejections) console.log(r.observation_id, r.delivery_count);
+ * ```
+ */
+export type Projection = AcceptedProjection | RejectedProjection;
+
+/** A packet that reduced its input: `ready`, `empty` or `review_required`. */
+export interface AcceptedProjection extends ProjectionFields {
+  status: Exclude<ProjectionStatus, "rejected">;
+  /** The observation ids quarantined for conflicting deliveries (at most 64); empty when there is none. */
+  rejections: ConflictRejection[];
+}
+
+/** A packet whose input could not be reduced: it says why, and nothing else. */
+export interface RejectedProjection extends ProjectionFields {
+  status: "rejected";
+  /** Why (the reducer writes one entry). */
+  rejections: PacketRejection[];
+}
+
+/** The fields every packet has; `status` and `rejections` are in AcceptedProjection and RejectedProjection. */
+export interface ProjectionFields {
   ok: boolean;
   schema_version: "memory_utility_projection_v0";
   status: ProjectionStatus;

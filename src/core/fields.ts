@@ -2,7 +2,7 @@
  * Field rules shared by the observation validator and the builder, ported
  * from the reference's lenient input normalizers (`str(v or "").strip()`).
  */
-import { fail } from "./errors.js";
+import { ContractError, ObservationValidationError, fail } from "./errors.js";
 import { commonIsoFormat, pyFromIsoFormat, type IsoDateTime } from "./iso-timestamp.js";
 import { pyReprStrList } from "./pyrepr.js";
 import { pyStrStrip } from "./pystr.js";
@@ -13,8 +13,18 @@ export const EXISTING_TOKEN_RE = /^[A-Za-z0-9][A-Za-z0-9._:/#-]{0,199}$/;
 export const MEMORY_DIGEST_RE = /^(?:[0-9a-f]{16}|sha256:[0-9a-f]{64})$/;
 
 export const SCOPE_FIELDS = ["agent_id", "project_id", "corpus_id", "surface_id"] as const;
-export type ScopeField = (typeof SCOPE_FIELDS)[number];
-export type Scope = Record<ScopeField, string>;
+
+// A type literal, not an interface: a Scope must stay assignable to the core's PyObject (index signature).
+/**
+ * Where an observation applies. Each field is an opaque reference: 1 to 200 characters, each a letter, digit,
+ * `_`, `.`, `:` or `-`, the first a letter or digit.
+ */
+export type Scope = {
+  agent_id: string;
+  project_id: string;
+  corpus_id: string;
+  surface_id: string;
+};
 
 export function asObject(value: PyValue | undefined, label: string): PyObject {
   if (!isPyObject(value)) fail(`${label} must be an object`);
@@ -39,9 +49,28 @@ export function requireExactFields(value: PyObject, expected: ReadonlySet<string
   fail(`${label} has invalid fields: missing=${pyReprStrList(missing)}, unknown=${pyReprStrList(unknown)}`);
 }
 
+/**
+ * The reference's words for a value that fails OPAQUE_REF_RE. The contract's validators keep them byte for
+ * byte (the tests compare them with loopx, and the fold's DLQ records carry them); mufold's own API adds the form.
+ */
+export const OPAQUE_REF_MESSAGE = "must be an opaque public-safe reference";
+
+/** OPAQUE_REF_RE in words, for messages a person reads. */
+export const OPAQUE_REF_FORM = "1 to 200 characters, each a letter, digit, '_', '.', ':' or '-', the first a letter or digit";
+
+/**
+ * `err` with the accepted form appended when it is the contract's malformed-reference error (same class and
+ * reason code); anything else unchanged. For mufold's own API, whose callers see the message but no regex.
+ */
+export function statingRefForm(err: unknown): unknown {
+  if (!(err instanceof ContractError) || !err.message.endsWith(OPAQUE_REF_MESSAGE)) return err;
+  const message = `${err.message}: ${OPAQUE_REF_FORM}`;
+  return err instanceof ObservationValidationError ? new ObservationValidationError(err.reasonCode, message) : new ContractError(message);
+}
+
 export function opaqueRef(value: PyValue | undefined, label: string): string {
   const result = pyStrStrip(value);
-  if (!OPAQUE_REF_RE.test(result)) fail(`${label} must be an opaque public-safe reference`);
+  if (!OPAQUE_REF_RE.test(result)) fail(`${label} ${OPAQUE_REF_MESSAGE}`);
   return result;
 }
 

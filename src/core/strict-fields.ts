@@ -4,7 +4,7 @@
  * Used for the reducer context and by the readback validator.
  */
 import { fail } from "./errors.js";
-import { SCOPE_FIELDS, asObject, parseContractTimestamp, requireExactFields, MEMORY_DIGEST_RE, OPAQUE_REF_RE, type Scope } from "./fields.js";
+import { SCOPE_FIELDS, asObject, parseContractTimestamp, requireExactFields, MEMORY_DIGEST_RE, OPAQUE_REF_MESSAGE, OPAQUE_REF_RE, type Scope } from "./fields.js";
 import { pyStrip } from "./pystr.js";
 import { PyFloat, pyStrCompare, type PyValue } from "./pyvalue.js";
 
@@ -12,7 +12,7 @@ const OBSERVATION_ID_RE = /^muo_[0-9a-f]{64}$/;
 
 export function strictRef(value: PyValue | undefined, label: string): string {
   if (typeof value !== "string" || pyStrip(value) !== value || !OPAQUE_REF_RE.test(value)) {
-    fail(`${label} must be an opaque public-safe reference`);
+    fail(`${label} ${OPAQUE_REF_MESSAGE}`);
   }
   return value;
 }

@@ -2,7 +2,9 @@
  * The README's readback snippets (docs/examples/) run against a real fold:
  * Python with redis-py, Node with ioredis, Go with go-redis (vetted, built,
  * run). Each reads by identity and by scope and must print exactly the bytes
- * `mufold read` prints, and exit 3 for an unknown identity as it does.
+ * `mufold read` prints, and exit 3 for an unknown identity as it does; a
+ * malformed identity is a usage error (exit 2, as `mufold read` says too), and
+ * a prefix where nothing was folded is one line on stderr and exit 4.
  *
  * Prerequisites, set up here from a clean clone: a CPython 3.11 with venv
  * (MUFOLD_EXAMPLES_PYTHON overrides) for `.cache/examples-venv` with redis-py
@@ -95,6 +97,21 @@ function scopeArgs(packet: string): string[] {
   return [p.scope.agent_id!, p.scope.project_id!, p.scope.corpus_id!, p.scope.surface_id!, p.retrieval_snapshot_ref, p.policy_snapshot_ref];
 }
 
+/** Malformed identities (none reaches Redis) and a prefix with no generation, each refused with one line. */
+function checkRefusals(run: (args: string[], runEnv?: NodeJS.ProcessEnv) => Ran): void {
+  for (const bad of ["mur_" + "0".repeat(63), "mur_" + "A".repeat(64), "MUR_" + "0".repeat(64), "0".repeat(64), "mur_" + "0".repeat(64) + " "]) {
+    expect(cliRead(["--identity", bad]).status, bad).toBe(2);
+    const r = run([bad]);
+    expect([r.status, r.stdout.length, r.stderr], bad).toEqual([2, 0, `invalid identity ${JSON.stringify(bad)}: must be mur_ followed by 64 lowercase hex digits\n`]);
+  }
+  const [identity] = [...packets.keys()];
+  const prefix = `${settings.prefix}-nothing-folded`;
+  for (const args of [[identity!], scopeArgs(packets.get(identity!)!)]) {
+    const r = run(args, { ...env, MUFOLD_PREFIX: prefix });
+    expect([r.status, r.stdout.length, r.stderr]).toEqual([4, 0, `no mufold generation in Redis under prefix ${prefix}: nothing has been folded yet\n`]);
+  }
+}
+
 /** Run a snippet for every identity, by identity and by scope, and for an unknown identity. */
 function checkSnippet(run: (args: string[]) => Ran): void {
   expect(packets.size).toBeGreaterThanOrEqual(3);
@@ -137,10 +154,12 @@ describe("readback snippets in docs/examples print exactly what `mufold read` pr
   it("Python (redis-py): docs/examples/read.py", () => {
     const python = examplesPython();
     checkSnippet((args) => exec(python, [join(EXAMPLES, "read.py"), ...args], env));
+    checkRefusals((args, runEnv = env) => exec(python, [join(EXAMPLES, "read.py"), ...args], runEnv));
   });
 
   it("Node (ioredis): docs/examples/read.mjs", () => {
     checkSnippet((args) => exec(process.execPath, [join(EXAMPLES, "read.mjs"), ...args], env));
+    checkRefusals((args, runEnv = env) => exec(process.execPath, [join(EXAMPLES, "read.mjs"), ...args], runEnv));
   });
 
   // Built with the Go toolchain when it is on the machine (CI's is): without it this test is reported
@@ -149,5 +168,6 @@ describe("readback snippets in docs/examples print exactly what `mufold read` pr
   it.skipIf(!hasGo)("Go (go-redis): docs/examples/read.go, vetted and built", () => {
     const binary = goBinary();
     checkSnippet((args) => exec(binary, args, env));
+    checkRefusals((args, runEnv = env) => exec(binary, args, runEnv));
   });
 });
