@@ -16,7 +16,7 @@ ARG NODE_VERSION=24.22.3
 FROM node:${NODE_VERSION}-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# --ignore-scripts: the root "prepare" script compiles, and the sources are not here yet.
+# --ignore-scripts: no dependency needs an install script, and none should run unseen.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts/copy-assets.mjs scripts/
@@ -30,8 +30,7 @@ FROM node:${NODE_VERSION}-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-# --ignore-scripts: "prepare" runs tsc, which a production install does not have.
-# No production dependency needs an install script (zstd ships prebuilt per platform).
+# --ignore-scripts: no production dependency needs an install script (zstd ships prebuilt per platform).
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist dist
 COPY bin bin

@@ -1,5 +1,5 @@
 #!/usr/bin/env -S node --max-semi-space-size=32 --no-allocation-site-pretenuring
-// Thin launcher: the CLI is compiled to dist/ by `npm ci` (the prepare script).
+// Thin launcher: the CLI is compiled to dist/ by `npm run build` (and by `npm pack`, the prepack script).
 import { main } from "../dist/src/cli/main.js";
 
 main(process.argv.slice(2)).then(

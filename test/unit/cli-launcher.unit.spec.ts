@@ -2,7 +2,7 @@
  * bin/mufold.js as a user's shell runs it: executed directly, so its shebang
  * (`env -S node` with a V8 flag) picks `node` from PATH, here the Node that
  * runs this tier (scripts/test.sh runs it on Node 20, 22 and 24). It runs the
- * compiled CLI in dist/ (built by npm ci's prepare script and by scripts/test.sh).
+ * compiled CLI in dist/ (built by scripts/test.sh).
  * cli-main.unit.spec.ts covers the command's behaviour in-process.
  */
 import { spawnSync } from "node:child_process";
