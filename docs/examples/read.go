@@ -6,8 +6,8 @@
 // REDIS_URL (default redis://127.0.0.1:6379) and MUFOLD_PREFIX (default mufold)
 // say where. Prints the packet, canonical JSON on one line, exactly the bytes
 // the reducer made. Exits 2 for a usage error (an identity is mur_ and 64
-// lowercase hex digits), 3 when there is no packet for the identity, 4 when
-// nothing has been folded under the prefix yet. Needs only the reader ACL role
+// lowercase hex digits) or when nothing has been folded under the prefix yet,
+// as `mufold read` does, and 3 when there is no packet for the identity. Needs only the reader ACL role
 // (HGET, FCALL_RO). Built, vetted and run by
 // test/integration/readback-snippets.int.spec.ts.
 package main
@@ -35,7 +35,7 @@ var identityPattern = regexp.MustCompile(`^mur_[0-9a-f]{64}$`)
 const (
 	exitUsage        = 2
 	exitUnknown      = 3
-	exitNoGeneration = 4
+	exitNoGeneration = 2
 )
 
 // errNoGeneration: nothing has been folded under the prefix yet.

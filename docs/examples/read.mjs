@@ -6,8 +6,8 @@
 // REDIS_URL (default redis://127.0.0.1:6379) and MUFOLD_PREFIX (default mufold)
 // say where. Prints the packet, canonical JSON on one line, exactly the bytes
 // the reducer made. Exits 2 for a usage error (an identity is mur_ and 64
-// lowercase hex digits), 3 when there is no packet for the identity, 4 when
-// nothing has been folded under the prefix yet. Needs only the reader ACL role
+// lowercase hex digits) or when nothing has been folded under the prefix yet,
+// as `mufold read` does, and 3 when there is no packet for the identity. Needs only the reader ACL role
 // (HGET, FCALL_RO). With the mufold package, the same is
 // `(await ProjectionReader.connect()).get(identity)`.
 import { createHash } from "node:crypto";
@@ -18,7 +18,7 @@ const PARTS = ["m", "d", "s", "si", "h", "hi", "hl", "c", "ci", "p"];
 const IDENTITY = /^mur_[0-9a-f]{64}$/;
 const EXIT_USAGE = 2;
 const EXIT_UNKNOWN = 3;
-const EXIT_NO_GENERATION = 4;
+const EXIT_NO_GENERATION = 2;
 
 /** Canonical JSON of strings and objects (all the context holds): keys sorted, no spaces. */
 function canonicalJson(value) {

@@ -6,8 +6,8 @@
 REDIS_URL (default redis://127.0.0.1:6379) and MUFOLD_PREFIX (default mufold)
 say where. Prints the packet, canonical JSON on one line, exactly the bytes
 the reducer made. Exits 2 for a usage error (an identity is mur_ and 64
-lowercase hex digits), 3 when there is no packet for the identity, 4 when
-nothing has been folded under the prefix yet. Needs only the reader ACL role
+lowercase hex digits) or when nothing has been folded under the prefix yet,
+as `mufold read` does, and 3 when there is no packet for the identity. Needs only the reader ACL role
 (HGET, FCALL_RO). Tested by test/integration/readback-snippets.int.spec.ts
 (redis==6.4.0).
 """
@@ -22,7 +22,7 @@ import redis
 # The ten parts of an identity, in the order mufold_read_v1 takes them (IDENTITY_PARTS in src/fold/stored-names.ts).
 PARTS = ("m", "d", "s", "si", "h", "hi", "hl", "c", "ci", "p")
 IDENTITY = re.compile(r"mur_[0-9a-f]{64}")
-EXIT_USAGE, EXIT_UNKNOWN, EXIT_NO_GENERATION = 2, 3, 4
+EXIT_USAGE, EXIT_UNKNOWN, EXIT_NO_GENERATION = 2, 3, 2
 USAGE = "usage: python read.py mur_... | AGENT PROJECT CORPUS SURFACE RETRIEVAL POLICY [REDUCER_VERSION]"
 
 

@@ -4,7 +4,7 @@
  * run). Each reads by identity and by scope and must print exactly the bytes
  * `mufold read` prints, and exit 3 for an unknown identity as it does; a
  * malformed identity is a usage error (exit 2, as `mufold read` says too), and
- * a prefix where nothing was folded is one line on stderr and exit 4.
+ * a prefix where nothing was folded is one line on stderr and exit 2, as `mufold read` does.
  *
  * Prerequisites, set up here from a clean clone: a CPython 3.11 with venv
  * (MUFOLD_EXAMPLES_PYTHON overrides) for `.cache/examples-venv` with redis-py
@@ -108,7 +108,7 @@ function checkRefusals(run: (args: string[], runEnv?: NodeJS.ProcessEnv) => Ran)
   const prefix = `${settings.prefix}-nothing-folded`;
   for (const args of [[identity!], scopeArgs(packets.get(identity!)!)]) {
     const r = run(args, { ...env, MUFOLD_PREFIX: prefix });
-    expect([r.status, r.stdout.length, r.stderr]).toEqual([4, 0, `no mufold generation in Redis under prefix ${prefix}: nothing has been folded yet\n`]);
+    expect([r.status, r.stdout.length, r.stderr]).toEqual([2, 0, `no mufold generation in Redis under prefix ${prefix}: nothing has been folded yet\n`]);
   }
 }
 
