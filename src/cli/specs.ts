@@ -1,4 +1,4 @@
-/** Every command's flags and `--help` text, in one place (README.md "Commands" mirrors them). */
+/** Every command's flags and `--help` text, in one place (docs/using.md "Commands" mirrors them). */
 import { FINGERPRINT_SETTINGS, SETTINGS, settingFlags } from "../config/settings.js";
 import type { CommandSpec, FlagSpec } from "./args.js";
 

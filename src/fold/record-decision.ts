@@ -22,7 +22,7 @@ import { scopeKey } from "./scope-key.js";
 
 export const OBSERVATION_SCHEMA_HEADER = "memory_utility_observation_v0";
 
-/** Every DLQ reason code; documented in README.md. */
+/** Every DLQ reason code; documented in docs/using.md "Dead letters". */
 export const DLQ_REASONS = [
   "value_missing",
   "value_too_large",

@@ -8,7 +8,7 @@
  * Each class states the DLQ reason it is meant to get, written down here by
  * hand, never computed with the fold's decision (the observation-level ones
  * were checked once against loopx 2.1.1's own validator; the Kafka-level ones
- * are mufold's documented reasons, README "Dead letters"). Every generated
+ * are mufold's documented reasons, docs/using.md "Dead letters"). Every generated
  * record carries its class and intended reason as headers, so the DLQ audit
  * compares the fold's `mufold-reason` with what the generator meant.
  */

@@ -183,7 +183,7 @@ describe("dead letters always fit the DLQ topic", () => {
     const settings = testSettings({ partitions: 1 });
     cleanups.push(() => dropPrefix(settings));
     await produce(settings, []); // nothing yet: creates the topic and its DLQ
-    // The DLQ copy of a value of n random bytes at partition 0, offset `offset`, as the README documents it.
+    // The DLQ copy of a value of n random bytes at partition 0, offset `offset`, as docs/using.md "Dead letters" documents it.
     const copyBytes = (n: number, offset: string) =>
       KafkaRecord({
         key: "boundary",

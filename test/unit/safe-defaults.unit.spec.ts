@@ -12,7 +12,7 @@ import { ensureTopics } from "../../src/adapters/kafka/topics.js";
 import { redisClientPlan, readerClientSettings, type RedisClient } from "../../src/adapters/redis/connect.js";
 import { FunctionsMissingError } from "../../src/adapters/redis/errors.js";
 import { checkRedisServer, parseInfo } from "../../src/adapters/redis/server-checks.js";
-import { RedisStore } from "../../src/adapters/redis/store.js";
+import { RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
 import { configReceipt } from "../../src/cli/config-explain.js";
 import { main } from "../../src/cli/main.js";
 import { resolveSettings, resolveSettingsWithSources, settingFlags } from "../../src/config/settings.js";
@@ -59,8 +59,8 @@ describe("the two settings are shown", () => {
     expect(defaults.allowEvictingPolicy).toEqual({ source: "default", value: false });
   });
 
-  it("in README's settings table", () => {
-    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+  it("in the settings table (docs/operations.md)", () => {
+    const readme = readFileSync(new URL("../../docs/operations.md", import.meta.url), "utf8");
     expect(readme).toMatch(/^\| `--replication-factor` \| `MUFOLD_REPLICATION_FACTOR` \| `broker` \| .*min\.insync\.replicas=2.* \|$/m);
     expect(readme).toMatch(/^\| `--allow-evicting-policy` \| `MUFOLD_ALLOW_EVICTING_POLICY` \| `false` \| .* \|$/m);
   });
@@ -190,7 +190,7 @@ describe("Redis server checks (maxmemory-policy, persistence)", () => {
   });
 });
 
-describe("RedisStore without the functions", () => {
+describe("RedisIdentityStore without the functions", () => {
   it("raises a retriable FunctionsMissingError saying to run `mufold setup`, and loads nothing", async () => {
     const calls: unknown[][] = [];
     const redis = {
@@ -200,7 +200,7 @@ describe("RedisStore without the functions", () => {
         throw new Error("ERR Function not found");
       },
     } as unknown as RedisClient;
-    const read = new RedisStore(redis, "p").read(1, `mur_${"0".repeat(64)}`);
+    const read = new RedisIdentityStore(redis, "p").read(1, `mur_${"0".repeat(64)}`);
     await expect(read).rejects.toBeInstanceOf(FunctionsMissingError);
     const err = (await read.catch((e: unknown) => e)) as FunctionsMissingError;
     expect(err.retriable).toBe(true);
@@ -211,7 +211,7 @@ describe("RedisStore without the functions", () => {
 
   it("passes other errors through unchanged", async () => {
     const redis = { isCluster: false, call: async () => Promise.reject(new Error("NOPERM no")) } as unknown as RedisClient;
-    await expect(new RedisStore(redis, "p").read(1, `mur_${"0".repeat(64)}`)).rejects.toThrow(/^NOPERM no$/);
+    await expect(new RedisIdentityStore(redis, "p").read(1, `mur_${"0".repeat(64)}`)).rejects.toThrow(/^NOPERM no$/);
   });
 });
 

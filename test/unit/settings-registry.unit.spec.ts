@@ -4,7 +4,7 @@
  * into it (change feed, HTTP, log level, retry budgets) with their checks and
  * errors, where the adapters take the retry budgets from, `config explain`
  * showing them all, the fingerprint covering what changes what is written,
- * and the README and --help listing every setting.
+ * and docs/operations.md and --help listing every setting.
  */
 import { readFileSync } from "node:fs";
 import type { Kafka } from "kafkajs";
@@ -308,9 +308,11 @@ describe("every setting is listed", () => {
     }
   });
 
-  it("by the README's Settings section, with its flag, default and fingerprint mark", () => {
-    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-    const section = readme.slice(readme.indexOf("### Settings\n"), readme.indexOf("\n### ", readme.indexOf("### Settings\n") + 1));
+  it("by docs/operations.md's Settings section, with its flag, default and fingerprint mark", () => {
+    const page = readFileSync(new URL("../../docs/operations.md", import.meta.url), "utf8");
+    const start = page.indexOf("## Settings\n");
+    expect(start).toBeGreaterThanOrEqual(0);
+    const section = page.slice(start, page.indexOf("\n## ", start + 1));
     const rows = new Map(
       section
         .split("\n")

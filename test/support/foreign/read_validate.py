@@ -5,7 +5,7 @@ Run with the venv python of scripts/setup-foreign.sh:
 
     python read_validate.py --redis-url redis://127.0.0.1:6379 --prefix mufold
 
-As the README tells any client: N = HGET <prefix>:control generation, the
+As docs/using.md tells any client: N = HGET <prefix>:control generation, the
 identities are SSCAN <prefix>:g<N>:index, and a packet is
 FCALL_RO mufold_read_v1 10 <prefix>:g<N>:{<identity>}:<part> for the ten parts.
 Each packet goes through
