@@ -6,15 +6,19 @@
 //   src/config          settings: core, errors (no Kafka or Redis; it reads the environment it is handed and password files)
 //   src/observability   log, metrics
 //   src/adapters        kafka, redis, memory: the above, never consumers/producers/cli/http/client
-//   src/client, src/http   the public read/produce API and the HTTP surface: the above
+//   src/client          the public read/produce API: the above
+//   src/http            the HTTP surface: the above and src/client (it serves what the reader reads; never the reverse)
 //   consumers, producers   the applications: anything in src but src/cli
 //   src/cli             the entry: everything
-// Pure code (core, fold, the memory adapter) imports no IO at all, and no process. No import cycles anywhere.
+// Pure code (core, fold, the memory adapter) imports no IO at all, and no process. No import cycles anywhere,
+// type-only imports included (mufold/no-cycle below).
 // The library imports statically (no import()), so these rules see every edge; nothing imports the package
 // by its own name ("mufold"). test/unit/lint-rules.unit.spec.ts shows each rule firing.
 import tseslint from "typescript-eslint";
 import importX from "eslint-plugin-import-x";
 import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
+import { ModuleInfo } from "eslint-plugin-import-x/core/module-info";
+import { moduleVisitor } from "eslint-plugin-import-x/utils";
 
 const IO_MODULES = [
   "kafkajs", "ioredis", "@mongodb-js/zstd", "lz4js", "snappyjs", "pino", "prom-client",
@@ -51,13 +55,46 @@ const layer = (files, forbidden, why, { io = false, dynamic = false } = {}) => (
   },
 });
 
+/**
+ * import-x/no-cycle, counting `import type` too. import-x skips type-only edges with no option to keep them
+ * (4.18: both the importing edge and every edge it walks), yet a circle of types is still a circle of modules
+ * (issue 37: compact-json → subject → observation → observation-json → compact-json, its first two edges typed).
+ * The same module graph as import-x (its ModuleInfo, the TypeScript resolver below), walked breadth first over
+ * every relative import: value, type-only and dynamic. Reports the import that closes a cycle, with the way back.
+ */
+const noCycle = {
+  meta: { type: "problem", schema: [], messages: { cycle: "import cycle (type-only imports count): {{route}}" } },
+  create(context) {
+    const self = context.physicalFilename;
+    return moduleVisitor((source) => {
+      if (!source.value.startsWith(".")) return; // packages and builtins cannot import back
+      const first = ModuleInfo.get(source.value, context);
+      if (first == null || first.path === self) return;
+      const seen = new Set([first.path]);
+      const queue = [{ info: first, route: [source.value] }];
+      for (let q = 0; q < queue.length; q++) {
+        const { info, route } = queue[q];
+        for (const [path, { resolve, declarations }] of info.getImports()) {
+          const edge = [...declarations].find((d) => d.source.value.startsWith("."));
+          if (edge === undefined || seen.has(path)) continue;
+          const way = [...route, edge.source.value];
+          if (path === self) return context.report({ node: source, messageId: "cycle", data: { route: way.join(" → ") } });
+          seen.add(path);
+          const next = resolve();
+          if (next != null) queue.push({ info: next, route: way });
+        }
+      }
+    });
+  },
+};
+
 const ioPaths = IO_MODULES.map((name) => ({ name, message: "pure code (src/core, src/fold, src/adapters/memory): keep IO in an IO adapter." }));
 
 export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", ".cache/**", "coverage/**"] },
   ...tseslint.configs.recommended,
   {
-    plugins: { "import-x": importX },
+    plugins: { "import-x": importX, mufold: { rules: { "no-cycle": noCycle } } },
     settings: {
       // import-x parses every imported file to follow the graph: it needs the TypeScript parser for .ts.
       ...importX.flatConfigs.typescript.settings,
@@ -72,7 +109,7 @@ export default tseslint.config(
   },
   {
     files: ["src/**/*.ts", "consumers/**/*.ts", "producers/**/*.ts"],
-    rules: { "import-x/no-cycle": ["error", { ignoreExternal: true }] },
+    rules: { "mufold/no-cycle": "error" },
   },
   layer(["src/*.ts"], folder("core", "fold", "adapters", "config", "observability", "client", "http", "cli", "consumers", "producers"), "files directly under src/ (errors.ts) are the bottom: they import no layer."),
   layer(["src/core/**/*.ts"], ["../*", "!../core/*"].concat(["../../*"]), "src/core is the pure contract: it imports nothing outside src/core.", { io: true }),
@@ -98,7 +135,8 @@ export default tseslint.config(
   layer(["src/config/**/*.ts"], folder("adapters", "observability", "client", "http", "cli", "consumers", "producers", "fold"), "src/config is read by everyone and reads nobody's modules but core and errors."),
   layer(["src/observability/**/*.ts"], folder("adapters", "client", "http", "cli", "consumers", "producers", "fold"), "src/observability (log, metrics) sits below the adapters."),
   layer(["src/adapters/kafka/**/*.ts", "src/adapters/redis/**/*.ts"], folder("client", "http", "cli", "consumers", "producers"), "adapters never import the applications, the CLI, HTTP or the client API."),
-  layer(["src/client/**/*.ts", "src/http/**/*.ts"], folder("cli", "consumers", "producers"), "the client API and HTTP stand on the library, not on the applications or the CLI."),
+  layer(["src/client/**/*.ts"], folder("http", "cli", "consumers", "producers"), "the client API stands on the library: HTTP serves it (src/http imports src/client), never the reverse; nor the applications or the CLI."),
+  layer(["src/http/**/*.ts"], folder("cli", "consumers", "producers"), "HTTP stands on the library and the client API, not on the applications or the CLI."),
   layer(["consumers/**/*.ts", "producers/**/*.ts"], folder("cli"), "the applications do not import the CLI (the CLI imports them).", { dynamic: true }),
   layer(["src/cli/**/*.ts"], [], "", { dynamic: true }),
 );

@@ -14,12 +14,12 @@
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import { ensureSetup } from "../src/adapters/redis/functions.js";
-import { RedisStore } from "../src/adapters/redis/store.js";
+import { RedisIdentityStore } from "../src/adapters/redis/identity-store.js";
 import { resolveSettings } from "../src/config/settings.js";
 import { routeRecords } from "../src/fold/batch-router.js";
 import type { PartOp } from "../src/fold/delta.js";
 import { IdentityModel } from "../src/fold/identity-model.js";
-import { identityKeys, partIndex } from "../src/fold/keys.js";
+import { identityKeys, partIndex } from "../src/adapters/redis/keys.js";
 import { runUnderMufoldFlags } from "./mufold-flags.js";
 import { redisCpuSeconds } from "./redis-info.js";
 import { batchesOf, partitionedWorkload } from "./partitioned-workload.js";
@@ -67,7 +67,7 @@ const layouts = {
     const keys = identityKeys(prefix, generation, c.identity);
     return redis.call("FCALL", "mufold_apply_v1", keys.length, ...keys, ...v1Args(c));
   },
-  v2: (c: Call, generation: number) => new RedisStore(redis, prefix).apply(generation, c.identity, c.version, c.watermarks, c.ops),
+  v2: (c: Call, generation: number) => new RedisIdentityStore(redis, prefix).apply(generation, c.identity, c.version, c.watermarks, c.ops),
 };
 
 console.log(`${calls.length} applies of ${records} records (batches of ${values.batch}); v1: ${(calls.reduce((a, c) => a + v1Args(c).length, 0) / records).toFixed(1)} arguments per record`);

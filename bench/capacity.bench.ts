@@ -24,9 +24,9 @@ import type { OutMessage } from "../src/adapters/kafka/producer.js";
 import { ensureTopics } from "../src/adapters/kafka/topics.js";
 import { connectRedis, masterNodes } from "../src/adapters/redis/connect.js";
 import { ensureSetup } from "../src/adapters/redis/functions.js";
-import { RedisStore } from "../src/adapters/redis/store.js";
+import { RedisControlStore } from "../src/adapters/redis/control-store.js";
 import type { Settings } from "../src/config/settings.js";
-import { indexKey } from "../src/fold/keys.js";
+import { indexKey } from "../src/adapters/redis/keys.js";
 import { observationMessage } from "../producers/observation-message.js";
 import { openSender } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
@@ -89,8 +89,7 @@ async function produce(settings: Settings, messages: OutMessage[]): Promise<void
 async function identities(settings: Settings): Promise<number> {
   const redis = connectRedis(settings.redisUrl);
   try {
-    const store = new RedisStore(redis, settings.prefix);
-    const generation = await store.liveGeneration();
+    const generation = await new RedisControlStore(redis, settings.prefix).liveGeneration();
     return generation === null ? 0 : await redis.scard(indexKey(settings.prefix, generation));
   } finally {
     await redis.quit();

@@ -5,7 +5,7 @@
  * engine without a broker.
  */
 import { createHash } from "node:crypto";
-import type { SourceRecord } from "../src/fold/dead-letter.js";
+import type { SourceRecord } from "../src/fold/source-record.js";
 import { observationMessage } from "../producers/observation-message.js";
 import { simulate } from "../producers/simulation.js";
 

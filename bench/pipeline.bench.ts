@@ -73,9 +73,9 @@ import { createKafka } from "../src/adapters/kafka/client.js";
 import { ReliableProducer, type OutMessage } from "../src/adapters/kafka/producer.js";
 import { ensureTopics } from "../src/adapters/kafka/topics.js";
 import { ensureSetup } from "../src/adapters/redis/functions.js";
-import { RedisStore } from "../src/adapters/redis/store.js";
+import { RedisControlStore } from "../src/adapters/redis/control-store.js";
 import { SETTINGS, type Settings } from "../src/config/settings.js";
-import { indexKey } from "../src/fold/keys.js";
+import { indexKey } from "../src/adapters/redis/keys.js";
 import { connectRedis } from "../src/adapters/redis/connect.js";
 import { FleetPause } from "../consumers/replay/fleet-pause.js";
 import { WORKER_NODE_FLAGS, mufoldBin } from "../consumers/fold/fold-process.js";
@@ -257,7 +257,7 @@ function brokerPid(): number | null {
 async function liveIdentities(settings: Settings): Promise<number> {
   const r = new Redis(settings.redisUrl);
   try {
-    const generation = await new RedisStore(r, settings.prefix).liveGeneration();
+    const generation = await new RedisControlStore(r, settings.prefix).liveGeneration();
     return generation === null ? 0 : await r.scard(indexKey(settings.prefix, generation));
   } finally {
     await r.quit();
@@ -350,7 +350,7 @@ async function foldTwoWorkers(messages: OutMessage[]): Promise<{ seconds: number
     });
     died.catch(() => undefined);
     await Promise.race([waitForMembers(settings, 2), died]);
-    const pause = await FleetPause.take(new RedisStore(redis, settings.prefix), settings.pauseLeaseSeconds, quietLog);
+    const pause = await FleetPause.take(new RedisControlStore(redis, settings.prefix), settings.pauseLeaseSeconds, quietLog);
     await Promise.race([pause.awaitAcks(admin, settings.group, 60), died]);
     const cpuNow = () => workers.map((w) => processCpuSeconds(w.pid!));
     const before = cpuNow();

@@ -44,7 +44,7 @@ import { simulate } from "../producers/simulation.js";
 import { createKafka } from "../src/adapters/kafka/client.js";
 import { partitionOffsets } from "../src/adapters/kafka/topics.js";
 import { ensureSetup } from "../src/adapters/redis/functions.js";
-import { RedisStore } from "../src/adapters/redis/store.js";
+import { RedisControlStore } from "../src/adapters/redis/control-store.js";
 import type { Settings } from "../src/config/settings.js";
 import type { Observation } from "../src/core/index.js";
 import { dlqTopic } from "../src/fold/dead-letter.js";
@@ -156,7 +156,7 @@ async function logEnds(settings: Settings): Promise<Map<number, bigint>> {
 
 /** The live generation's marks (partition → next offset); none when Redis has no generation. */
 async function marksOf(redis: Redis, settings: Settings): Promise<Map<number, bigint>> {
-  const store = new RedisStore(redis, settings.prefix);
+  const store = new RedisControlStore(redis, settings.prefix);
   const generation = await store.liveGeneration();
   const out = new Map<number, bigint>();
   if (generation === null) return out;

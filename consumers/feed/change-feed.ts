@@ -21,7 +21,7 @@
  * meta `dig`) of the generation's identities.
  */
 import type { OutMessage, ReliableProducer } from "../../src/adapters/kafka/producer.js";
-import type { RedisStore } from "../../src/adapters/redis/store.js";
+import type { RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
 import type { Settings } from "../../src/config/settings.js";
 import { canonicalJson } from "../../src/core/canonical-json.js";
 import { MufoldError } from "../../src/errors.js";
@@ -88,7 +88,7 @@ export function proposalMessages(generation: number, changes: readonly FeedChang
 
 export class ChangeFeed {
   constructor(
-    private readonly store: RedisStore,
+    private readonly store: Pick<RedisIdentityStore, "appendChanges">,
     readonly settings: ChangeFeedSettings,
     private readonly producer: ReliableProducer | undefined,
   ) {

@@ -10,19 +10,22 @@ import { createKafka, kafkaClientSettings, type Kafka } from "../../src/adapters
 import { GroupConsumer, type BatchContext } from "../../src/adapters/kafka/consumer.js";
 import { ReliableProducer } from "../../src/adapters/kafka/producer.js";
 import { assertInfiniteRetention, ensureTopics, groupOffsets, topicSpec } from "../../src/adapters/kafka/topics.js";
-import { FunctionsMissingError, PositionContradictedError } from "../../src/adapters/redis/errors.js";
+import { FunctionsMissingError } from "../../src/adapters/redis/errors.js";
 import { connectRedis, redisClientSettings } from "../../src/adapters/redis/connect.js";
-import { GenerationMovedError, PauseLostError, StateLostError } from "../../src/adapters/redis/errors.js";
+import { GenerationMovedError, PauseLostError, type ControlStore } from "../../src/fold/control-store.js";
+import { PositionContradictedError, StateLostError } from "../../src/fold/identity-store.js";
 import { assertFunctionsLoaded } from "../../src/adapters/redis/functions.js";
 import { checkRedisServer } from "../../src/adapters/redis/server-checks.js";
-import { RedisStore, writerStore } from "../../src/adapters/redis/store.js";
+import { RedisControlStore } from "../../src/adapters/redis/control-store.js";
+import { writerStore, type RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
 import type { Settings } from "../../src/config/settings.js";
 import { MufoldError } from "../../src/errors.js";
 import type { Logger } from "../../src/observability/log.js";
 import type { FoldMetrics } from "../../src/observability/metrics.js";
 import { inBatchOrder, keyWaves, routeRecords, type RoutedBatch } from "../../src/fold/batch-router.js";
 import { ChangeFeed, changeFeedSettings } from "../feed/change-feed.js";
-import { dlqMessage, dlqSendGroups, dlqTopic, type SourceRecord } from "../../src/fold/dead-letter.js";
+import { dlqMessage, dlqSendGroups, dlqTopic } from "../../src/fold/dead-letter.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 import type { DecisionOptions } from "../../src/fold/record-decision.js";
 import { dlqLimits } from "../../src/adapters/kafka/topic-limits.js";
 import { IdentityApplier } from "../../src/fold/identity-applier.js";
@@ -112,7 +115,8 @@ export class FoldWorker {
   /** Redis had no generation at start while the group had committed offsets: the first join reports a rebuild. */
   private rebuildingFromStart = false;
   private readonly applier: IdentityApplier;
-  private readonly store: RedisStore;
+  private readonly identities: RedisIdentityStore;
+  private readonly control: ControlStore;
   private readonly guard: PartitionGuard;
   /** Redis/Kafka outages being ridden out (held batch, not ready). */
   readonly outages: OutageClock;
@@ -131,9 +135,10 @@ export class FoldWorker {
     private readonly log: Logger,
     private readonly metrics: FoldMetrics | undefined,
   ) {
-    this.store = writerStore(redis, settings.prefix);
-    this.applier = new IdentityApplier(this.store, settings.cacheSize, { cacheMaxBytes: settings.cacheMaxBytes, inFlight: settings.identitiesInFlight, casAttempts: settings.casMaxAttempts });
-    this.guard = new PartitionGuard(this.store, "live", async (topic, partition) => (await this.partitionOffsets(topic, partition)).high);
+    this.identities = writerStore(redis, settings.prefix);
+    this.control = new RedisControlStore(redis, settings.prefix);
+    this.applier = new IdentityApplier(this.identities, settings.cacheSize, { cacheMaxBytes: settings.cacheMaxBytes, inFlight: settings.identitiesInFlight, casAttempts: settings.casMaxAttempts });
+    this.guard = new PartitionGuard(this.control, "live", async (topic, partition) => (await this.partitionOffsets(topic, partition)).high);
     this.outages = new OutageClock(settings.outageToleranceSeconds);
   }
 
@@ -233,8 +238,8 @@ export class FoldWorker {
       this.dlqBudget = (await dlqLimits(admin, dlqTopic(settings.topic))).budget;
       await this.untilSetUp();
       await checkRedisServer(this.redis, { allowEvictingPolicy: settings.allowEvictingPolicy }, this.log);
-      const control = await this.store.control();
-      const live = await this.store.initGeneration(settings.reducerVersion);
+      const control = await this.control.state();
+      const live = await this.control.initGeneration(settings.reducerVersion);
       assertReducerVersion(live.generation, live.reducerVersion, settings.reducerVersion);
       if (control.generation === null && [...(await groupOffsets(admin, settings.group, settings.topic)).values()].some((o) => o > 0n)) {
         // Lost, not new: the join compares the group's offsets with the (absent) marks and reports the rebuild.
@@ -252,7 +257,7 @@ export class FoldWorker {
       this.log.info("engine warmed up", { records: settings.warmUpRecords, ms: Date.now() - t0 });
     }
     this.producer = await ReliableProducer.connect(this.kafka);
-    if (feedSettings.enabled) this.feed = new ChangeFeed(this.store, { ...feedSettings, proposalsTopic }, this.producer);
+    if (feedSettings.enabled) this.feed = new ChangeFeed(this.identities, { ...feedSettings, proposalsTopic }, this.producer);
     this.consumer = await GroupConsumer.start(this.kafka, {
       groupId: settings.group,
       topic: settings.topic,
@@ -322,9 +327,9 @@ export class FoldWorker {
       try {
         // (A read is not a recovery: only a successful seal ends a Redis outage, so a Redis that reads but
         // refuses writes still runs out the tolerance.)
-        control = await this.store.control();
+        control = await this.control.state();
         this.setupFound();
-        if (control.paused) await this.store.ackPause(this.workerId, control.epoch);
+        if (control.paused) await this.control.ackPause(this.workerId, control.epoch);
       } catch (error) {
         if (error instanceof FunctionsMissingError) {
           this.waitForSetup(error);
@@ -386,7 +391,7 @@ export class FoldWorker {
     const seqs = this.positions.seqs();
     let control;
     try {
-      control = await this.store.control();
+      control = await this.control.state();
     } catch (error) {
       if (error instanceof FunctionsMissingError) this.waitForSetup(error);
       throw error;
@@ -395,7 +400,7 @@ export class FoldWorker {
     let generation = control.generation;
     if (generation === null) {
       // Redis lost everything (emptied, a new server): the log rebuilds it, as a changelog restores a lost store.
-      const live = await this.store.initGeneration(reducerVersion);
+      const live = await this.control.initGeneration(reducerVersion);
       assertReducerVersion(live.generation, live.reducerVersion, reducerVersion);
       generation = live.generation;
       this.log.warn("Redis has no mufold generation: the projections were lost; the partitions are refolded from the log start into a new generation", { generation });
@@ -409,7 +414,7 @@ export class FoldWorker {
       this.generation = generation;
       this.sealedAt = 0;
     }
-    const fields = await this.store.generationFields(generation, "mark");
+    const fields = await this.control.generationFields(generation, "mark");
     const marks = new Map<number, bigint>();
     for (const p of this.positions.partitions()) {
       const mark = fields.get(partitionField(topic, p));
@@ -522,8 +527,8 @@ export class FoldWorker {
   private async ackIfIdle(): Promise<void> {
     if (this.batchesInFlight > 0 || this.stopping) return;
     try {
-      const control = await this.store.control();
-      if (control.paused && this.batchesInFlight === 0) await this.store.ackPause(this.workerId, control.epoch);
+      const control = await this.control.state();
+      if (control.paused && this.batchesInFlight === 0) await this.control.ackPause(this.workerId, control.epoch);
     } catch {
       /* Redis unavailable: the next batch reports it */
     }
@@ -630,7 +635,7 @@ export class FoldWorker {
           // generation again; every other identity skips what it holds by its watermarks.
           this.log.error("Redis lost an identity that the marks say was folded; the generation is refolded from the log start", { error: errorText(err), generation });
           this.redisAnswered();
-          await this.store.rewind(generation).catch((error: unknown) => this.log.warn("rewinding the marks failed; the generation moved meanwhile", { error: errorText(error) }));
+          await this.control.rewind(generation).catch((error: unknown) => this.log.warn("rewinding the marks failed; the generation moved meanwhile", { error: errorText(error) }));
           await this.resync();
           if (this.positions.offset(partition) !== from) return;
           continue;

@@ -11,9 +11,8 @@
  *   its mark was truncated or recreated: refused too.
  */
 import { createHash } from "node:crypto";
-import type { RedisStore } from "../../src/adapters/redis/store.js";
-import { TopicOriginError } from "../../src/adapters/redis/errors.js";
-import type { SourceRecord } from "../../src/fold/dead-letter.js";
+import { TopicOriginError, type ControlStore } from "../../src/fold/control-store.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 
 /** `<topic>:<partition>`, the field name of marks and origins in the control hash. */
 export function partitionField(topic: string, partition: number): string {
@@ -47,7 +46,7 @@ export class PartitionGuard {
   private generation: number | undefined;
 
   constructor(
-    private readonly store: RedisStore,
+    private readonly control: ControlStore,
     /** "live" for the fold, the build token for a replay. */
     private readonly mode: string,
     /**
@@ -75,11 +74,11 @@ export class PartitionGuard {
     this.reset(generation);
     const field = partitionField(topic, partition);
     const first = records[0];
-    if (first !== undefined && first.offset === "0") await this.store.checkOrigin(generation, this.mode, field, originFingerprint(first));
+    if (first !== undefined && first.offset === "0") await this.control.checkOrigin(generation, this.mode, field, originFingerprint(first));
     // `known`: the caller keeps the partition's position itself (the live fold: fold-positions.ts).
     let mark = known ?? this.marks.get(field);
     if (mark === undefined) {
-      const stored = (await this.store.generationFields(generation, "mark")).get(field);
+      const stored = (await this.control.generationFields(generation, "mark")).get(field);
       mark = stored === undefined ? 0n : BigInt(stored);
       this.marks.set(field, mark);
     }
@@ -96,7 +95,7 @@ export class PartitionGuard {
    */
   async seal(generation: number, topic: string, partition: number, nextOffset: bigint, firstOffset?: bigint): Promise<void> {
     const field = partitionField(topic, partition);
-    await this.store.seal(generation, this.mode, new Map([[field, nextOffset]]), firstOffset === undefined ? new Map() : new Map([[field, firstOffset]]));
+    await this.control.seal(generation, this.mode, new Map([[field, nextOffset]]), firstOffset === undefined ? new Map() : new Map([[field, firstOffset]]));
     if (this.generation === generation && nextOffset > (this.marks.get(field) ?? 0n)) this.marks.set(field, nextOffset);
   }
 }

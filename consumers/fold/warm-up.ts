@@ -10,7 +10,7 @@
 import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";
 import { observationRecord } from "../../src/client/producer.js";
 import { keyWaves, routeRecords } from "../../src/fold/batch-router.js";
-import type { SourceRecord } from "../../src/fold/dead-letter.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 import { IdentityApplier } from "../../src/fold/identity-applier.js";
 import type { DecisionOptions } from "../../src/fold/record-decision.js";
 import { simulate } from "../../producers/simulation.js";

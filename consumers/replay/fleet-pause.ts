@@ -4,8 +4,7 @@
  * resume by themselves; a clean stop releases it at once.
  */
 import type { Admin } from "kafkajs";
-import { PauseLostError } from "../../src/adapters/redis/errors.js";
-import type { RedisStore } from "../../src/adapters/redis/store.js";
+import { PauseLostError, type ControlStore } from "../../src/fold/control-store.js";
 import { MufoldError } from "../../src/errors.js";
 import type { Logger } from "../../src/observability/log.js";
 import { sleepUnlessAborted } from "./waiting.js";
@@ -14,17 +13,17 @@ export class FleetPause {
   private renewal: NodeJS.Timeout | undefined;
 
   private constructor(
-    private readonly store: RedisStore,
+    private readonly control: ControlStore,
     readonly epoch: number,
     private readonly leaseMs: number,
     private readonly log: Logger,
   ) {}
 
   /** Pause the fleet with a new epoch (allocated atomically in Redis) and keep renewing the lease every third of it. */
-  static async take(store: RedisStore, leaseSeconds: number, log: Logger): Promise<FleetPause> {
-    const epoch = await store.pause(null, leaseSeconds * 1000);
-    const pause = new FleetPause(store, epoch, leaseSeconds * 1000, log);
-    await store.clearPauseAcks(); // acks of workers long gone would pile up; live ones ack again at once
+  static async take(control: ControlStore, leaseSeconds: number, log: Logger): Promise<FleetPause> {
+    const epoch = await control.pause(null, leaseSeconds * 1000);
+    const pause = new FleetPause(control, epoch, leaseSeconds * 1000, log);
+    await control.clearPauseAcks(); // acks of workers long gone would pile up; live ones ack again at once
     pause.renewal = setInterval(() => void pause.renew(), Math.max(200, Math.floor(pause.leaseMs / 3)));
     pause.renewal.unref();
     return pause;
@@ -32,7 +31,7 @@ export class FleetPause {
 
   private async renew(): Promise<void> {
     try {
-      await this.store.pause(this.epoch, this.leaseMs);
+      await this.control.pause(this.epoch, this.leaseMs);
     } catch (error) {
       // A missed renewal is survivable while the lease lasts; once it lapsed it is never taken back
       // (the folds may have resumed), and the promote, which re-checks the lease atomically, refuses.
@@ -48,7 +47,7 @@ export class FleetPause {
       const failed = failure?.();
       if (failed !== undefined) throw failed instanceof Error ? failed : new MufoldError(String(failed));
       const members = (await admin.describeGroups([group])).groups[0]?.members.length ?? 0;
-      const acks = Object.values(await this.store.pauseAcks()).filter((e) => Number(e) === this.epoch).length;
+      const acks = Object.values(await this.control.pauseAcks()).filter((e) => Number(e) === this.epoch).length;
       if (acks >= members) return;
       if (Date.now() > deadline) throw new MufoldError(`only ${acks} of ${members} fold workers paused within ${timeoutSeconds}s; nothing was promoted`);
       await sleepUnlessAborted(200, signal);
@@ -58,6 +57,6 @@ export class FleetPause {
   /** Stop renewing; release the pause unless a promote already cleared it. */
   async release(): Promise<void> {
     clearInterval(this.renewal);
-    await this.store.unpause(this.epoch).catch((error) => this.log.warn("could not release the fleet pause; it expires with its lease", { error: String(error) }));
+    await this.control.unpause(this.epoch).catch((error) => this.log.warn("could not release the fleet pause; it expires with its lease", { error: String(error) }));
   }
 }

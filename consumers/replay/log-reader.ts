@@ -20,7 +20,7 @@ import type { Kafka } from "kafkajs";
 import { GroupConsumer, type BatchContext } from "../../src/adapters/kafka/consumer.js";
 import { MufoldError } from "../../src/errors.js";
 import type { Logger } from "../../src/observability/log.js";
-import type { SourceRecord } from "../../src/fold/dead-letter.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 
 /** Where chunks go. */
 export interface ChunkBuilder {

@@ -24,11 +24,14 @@
 import type { Kafka } from "kafkajs";
 import type { BatchContext } from "../../src/adapters/kafka/consumer.js";
 import type { RedisClient } from "../../src/adapters/redis/connect.js";
-import { RedisStore, writerStore } from "../../src/adapters/redis/store.js";
+import { RedisControlStore } from "../../src/adapters/redis/control-store.js";
+import { writerStore } from "../../src/adapters/redis/identity-store.js";
+import type { ControlStore } from "../../src/fold/control-store.js";
+import type { IdentityStore } from "../../src/fold/identity-store.js";
 import type { Settings } from "../../src/config/settings.js";
 import type { Logger } from "../../src/observability/log.js";
 import { groupByKey, routeRecords } from "../../src/fold/batch-router.js";
-import type { SourceRecord } from "../../src/fold/dead-letter.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 import { IdentityApplier } from "../../src/fold/identity-applier.js";
 import { LogReader, type ChunkBuilder } from "./log-reader.js";
 import { PartitionGuard } from "../fold/partition-guard.js";
@@ -73,13 +76,14 @@ export class ShadowBuild implements ChunkBuilder {
   private open = newChunk();
 
   constructor(
-    store: RedisStore,
+    identities: IdentityStore,
+    control: ControlStore,
     private readonly settings: Pick<Settings, "reducerVersion" | "maxValueBytes" | "cacheSize" | "cacheMaxBytes" | "changeFeed" | "casMaxAttempts" | "identitiesInFlight">,
     readonly generation: number,
     buildToken: string,
   ) {
-    this.applier = new IdentityApplier(store, settings.cacheSize, { cacheMaxBytes: settings.cacheMaxBytes, fresh: true, feed: settings.changeFeed, casAttempts: settings.casMaxAttempts, inFlight: settings.identitiesInFlight });
-    this.guard = new PartitionGuard(store, buildToken);
+    this.applier = new IdentityApplier(identities, settings.cacheSize, { cacheMaxBytes: settings.cacheMaxBytes, fresh: true, feed: settings.changeFeed, casAttempts: settings.casMaxAttempts, inFlight: settings.identitiesInFlight });
+    this.guard = new PartitionGuard(control, buildToken);
   }
 
   add(records: SourceRecord[], ctx: BatchContext): void {
@@ -141,7 +145,7 @@ export class LocalShadow {
   ): Promise<LocalShadow> {
     const redis = connectBuildRedis(opts.settings);
     try {
-      const build = new ShadowBuild(writerStore(redis, opts.settings.prefix), opts.settings, opts.generation, opts.token);
+      const build = new ShadowBuild(writerStore(redis, opts.settings.prefix), new RedisControlStore(redis, opts.settings.prefix), opts.settings, opts.generation, opts.token);
       const reader = await LogReader.start(kafka, {
         topic: opts.settings.topic,
         groupId: opts.groupId,

@@ -29,11 +29,12 @@ import { createKafka, kafkaClientSettings } from "../../src/adapters/kafka/clien
 import { assertInfiniteRetention, groupOffsets, partitionOffsets } from "../../src/adapters/kafka/topics.js";
 import { connectRedis, redisClientSettings } from "../../src/adapters/redis/connect.js";
 import { assertFunctionsLoaded } from "../../src/adapters/redis/functions.js";
-import { RedisStore } from "../../src/adapters/redis/store.js";
+import { RedisControlStore } from "../../src/adapters/redis/control-store.js";
+import { RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
+import { PromoteBehindError, type ControlStore } from "../../src/fold/control-store.js";
 import type { Settings } from "../../src/config/settings.js";
 import { MufoldError } from "../../src/errors.js";
 import type { Logger } from "../../src/observability/log.js";
-import { PromoteBehindError } from "../../src/adapters/redis/errors.js";
 import { marksOfTopic, pastEndDetails, verifyCoverage, verifyTarget, type VerifyCoverage } from "../verify/coverage.js";
 import { readPartitionOffsets } from "../verify/coverage-source.js";
 import { FleetPause } from "./fleet-pause.js";
@@ -103,7 +104,8 @@ export const DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024;
 export async function runReplay(settings: Settings, options: ReplayOptions, log: Logger): Promise<ReplaySummary> {
   const kafka = createKafka(kafkaClientSettings(settings, "-replay"));
   const redis = connectRedis(redisClientSettings(settings));
-  const store = new RedisStore(redis, settings.prefix);
+  const identities = new RedisIdentityStore(redis, settings.prefix);
+  const controlStore = new RedisControlStore(redis, settings.prefix);
   const admin = kafka.admin();
   const started = Date.now();
   const signal = options.signal;
@@ -124,7 +126,7 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
     }
     await assertInfiniteRetention(admin, settings.topic, settings.allowFiniteRetention);
     await assertFunctionsLoaded(redis);
-    const control = await store.control();
+    const control = await controlStore.state();
     const live = control.generation;
     if (options.promote && live !== null && control.reducerVersion !== null && control.reducerVersion !== settings.reducerVersion && !options.changeReducerVersion) {
       throw new MufoldError(
@@ -134,8 +136,8 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
     }
     const comparable = live !== null && (control.reducerVersion === null || control.reducerVersion === settings.reducerVersion);
     const toEnd = options.verify && options.toEnd === true;
-    const liveOffsets = () => readPartitionOffsets(admin, store, settings.topic, settings.group, live);
-    const liveMarks = async () => marksOfTopic(live === null ? new Map() : await store.generationFields(live, "mark"), settings.topic);
+    const liveOffsets = () => readPartitionOffsets(admin, controlStore, settings.topic, settings.group, live);
+    const liveMarks = async () => marksOfTopic(live === null ? new Map() : await controlStore.generationFields(live, "mark"), settings.topic);
     const atStart = await liveOffsets();
     const startEnds = new Map(atStart.map((p) => [p.partition, p.end]));
     // A log shorter than what the live generation folded was truncated or recreated: it cannot be compared,
@@ -147,10 +149,10 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
 
     // The build holds a lease it renews: a killed replay's generation is dropped by a later promote.
     const buildLeaseMs = Math.max(60_000, settings.pauseLeaseSeconds * 1000);
-    rebuilt = await store.allocateGeneration(settings.reducerVersion, token, buildLeaseMs);
+    rebuilt = await controlStore.allocateGeneration(settings.reducerVersion, token, buildLeaseMs);
     const generation = rebuilt;
     buildRenewal = setInterval(() => {
-      store.renewBuild(generation, token, buildLeaseMs).catch((error) => log.warn("could not renew the build lease", { generation, error: String(error) }));
+      controlStore.renewBuild(generation, token, buildLeaseMs).catch((error) => log.warn("could not renew the build lease", { generation, error: String(error) }));
     }, buildLeaseMs / 3);
     buildRenewal.unref();
     const total = () => [...targets.values()].reduce((a, t) => a + Number(t), 0);
@@ -199,7 +201,7 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
 
     if (options.verify || options.promote) {
       // Hold the live fold still (a lease: if this process dies, the folds resume by themselves).
-      pause = await FleetPause.take(store, settings.pauseLeaseSeconds, log);
+      pause = await FleetPause.take(controlStore, settings.pauseLeaseSeconds, log);
       await pause.awaitAcks(admin, settings.group, options.pauseTimeoutSeconds ?? 120, signal, () => reader?.failure());
       if (options.verify) {
         // The fleet holds still now: the final marks and commits, and what the rebuild must hold of each partition.
@@ -218,7 +220,7 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
           await readAll("replay (catching up to the live fold)");
           summary.coverage = verifyCoverage(held, catchUp, toEnd ? "end" : "committed");
           const truncated = pastEndDetails(held).map((detail): VerifyFailure => ({ reason: "topic_origin_differs", detail }));
-          summary.verify = withFailures(await verifyGenerations(store, live!, generation, options.details), [...truncated, ...coverageFailures(summary.coverage)]);
+          summary.verify = withFailures(await verifyGenerations({ identities, control: controlStore }, live!, generation, options.details), [...truncated, ...coverageFailures(summary.coverage)]);
         }
         summary.verified = summary.verify.ok;
         summary.mismatches = summary.verify.mismatches + summary.verify.notComparable + (summary.verify.ok || summary.verify.identities > 0 ? 0 : 1);
@@ -227,7 +229,7 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
       if (options.promote && (summary.verified !== false || live === null || !comparable)) {
         // The live generation folded another log when its marks pass the log's end or its origins differ
         // (a recreated topic): then its marks do not bound what the rebuild must hold.
-        const logChanged = live !== null && (shorter || (await differingOrigins(store, live, generation)).length > 0);
+        const logChanged = live !== null && (shorter || (await differingOrigins(controlStore, live, generation)).length > 0);
         for (let attempt = 1; ; attempt++) {
           // Everything the live fold has folded or committed, capped at the log's end.
           const committed = await groupOffsets(admin, settings.group, settings.topic);
@@ -239,10 +241,10 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
           }
           await reader.raiseTargets(catchUp);
           await readAll("replay (catching up to the live fold)");
-          await store.seal(generation, token, sealMarks(settings.topic, reader.positionsNow()));
+          await controlStore.seal(generation, token, sealMarks(settings.topic, reader.positionsNow()));
           try {
             // Atomic: the token, the live generation still `live`, the pause, and no live mark past ours.
-            await store.promote(generation, token, pause.epoch, live, logChanged);
+            await controlStore.promote(generation, token, pause.epoch, live, logChanged);
             break;
           } catch (err) {
             // A worker sealed past us before it saw the pause (it cannot since): read that far, then again.
@@ -261,14 +263,14 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
     reader = undefined;
     await admin.deleteGroups(groups).catch(() => undefined);
 
-    summary.identities = (await store.listIdentities(generation)).length;
+    summary.identities = (await identities.listIdentities(generation)).length;
     summary.seconds = (Date.now() - started) / 1000;
     summary.recordsPerSecond = summary.seconds > 0 ? Math.round(summary.records / summary.seconds) : summary.records;
     if (promoted) {
       await sleepUnlessAborted((options.dropAfterSeconds ?? 5) * 1000, signal).catch(() => undefined); // readers mid-read of the old generation finish first
-      await dropOldGenerations(store, generation, log);
+      await dropOldGenerations(identities, controlStore, generation, log);
     } else if (!options.keepShadow) {
-      await dropShadow(store, generation);
+      await dropGeneration(identities, controlStore, generation);
     }
     log.info("replay finished", { ...summary, verify: undefined });
     return summary;
@@ -281,8 +283,8 @@ export async function runReplay(settings: Settings, options: ReplayOptions, log:
     reader = undefined;
     await admin.deleteGroups(groups).catch(() => undefined);
     if (rebuilt !== undefined && !promoted) {
-      const nowLive = await store.liveGeneration().catch(() => rebuilt);
-      if (nowLive !== rebuilt) await dropShadow(store, rebuilt).catch((error) => log.warn("could not drop the shadow generation", { generation: rebuilt, error: String(error) }));
+      const nowLive = await controlStore.liveGeneration().catch(() => rebuilt);
+      if (nowLive !== rebuilt) await dropGeneration(identities, controlStore, rebuilt).catch((error) => log.warn("could not drop the shadow generation", { generation: rebuilt, error: String(error) }));
     }
     throw err instanceof AbortedError || signal?.aborted ? new AbortedError("replay stopped by a signal: the fleet pause was released and the shadow generation dropped") : err;
   } finally {
@@ -306,9 +308,11 @@ function sealMarks(topic: string, positions: ReadonlyMap<number, bigint>): Map<s
   return new Map([...positions].map(([p, next]) => [partitionField(topic, p), next]));
 }
 
-async function dropShadow(store: RedisStore, generation: number): Promise<void> {
-  await store.dropGeneration(generation);
-  await store.dropChanges(generation);
+/** Every key of a generation (identities, index, change feed) and its control fields. */
+async function dropGeneration(identities: RedisIdentityStore, control: ControlStore, generation: number): Promise<void> {
+  await identities.dropGeneration(generation);
+  await control.forgetGeneration(generation);
+  await identities.dropChanges(generation);
 }
 
 /**
@@ -316,12 +320,11 @@ async function dropShadow(store: RedisStore, generation: number): Promise<void> 
  * not being built (the old live one, and any orphaned by a loss). Never the
  * live one, nor a newer one (another promote may have followed ours).
  */
-async function dropOldGenerations(store: RedisStore, keep: number, log: Logger): Promise<void> {
-  const building = await store.buildingGenerations();
-  for (const g of await store.indexedGenerations()) {
-    if (g >= keep || building.has(g) || g === (await store.liveGeneration())) continue;
-    await store.dropGeneration(g);
-    await store.dropChanges(g);
+async function dropOldGenerations(identities: RedisIdentityStore, control: ControlStore, keep: number, log: Logger): Promise<void> {
+  const building = await control.buildingGenerations();
+  for (const g of await identities.indexedGenerations()) {
+    if (g >= keep || building.has(g) || g === (await control.liveGeneration())) continue;
+    await dropGeneration(identities, control, g);
     log.info("dropped generation", { generation: g });
   }
 }

@@ -7,12 +7,12 @@
  */
 import type { Admin } from "kafkajs";
 import { groupOffsets, partitionOffsets } from "../../src/adapters/kafka/topics.js";
-import type { RedisStore } from "../../src/adapters/redis/store.js";
+import type { ControlStore } from "../../src/fold/control-store.js";
 import { marksOfTopic, type PartitionOffsets } from "./coverage.js";
 
-export async function readPartitionOffsets(admin: Admin, store: RedisStore, topic: string, group: string, generation: number | null): Promise<PartitionOffsets[]> {
+export async function readPartitionOffsets(admin: Admin, control: Pick<ControlStore, "generationFields">, topic: string, group: string, generation: number | null): Promise<PartitionOffsets[]> {
   const committed = await groupOffsets(admin, group, topic);
-  const marks = generation === null ? new Map<number, bigint>() : marksOfTopic(await store.generationFields(generation, "mark"), topic);
+  const marks = generation === null ? new Map<number, bigint>() : marksOfTopic(await control.generationFields(generation, "mark"), topic);
   const ends = await partitionOffsets(admin, topic);
   return ends.map((e) => {
     const c = committed.get(e.partition);

@@ -11,8 +11,9 @@
  * each mismatch's first difference (for `replay --verify --report`), from the
  * packets it read for the comparison: nothing is read twice.
  */
-import type { RedisStore } from "../../src/adapters/redis/store.js";
-import { WATERMARK_PREFIX } from "../../src/fold/keys.js";
+import type { RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
+import type { ControlStore } from "../../src/fold/control-store.js";
+import { WATERMARK_PREFIX } from "../../src/fold/stored-names.js";
 import { behindDetails, type VerifyCoverage } from "./coverage.js";
 
 export type VerifyFailureReason =
@@ -192,9 +193,15 @@ export function coverageFailures(coverage: VerifyCoverage): VerifyFailure[] {
 }
 
 /** Partitions (`<topic>:<partition>`) whose record at offset 0 differs between the two generations: they folded different logs. */
-export async function differingOrigins(store: RedisStore, live: number, rebuilt: number): Promise<string[]> {
-  const [liveOrigins, rebuiltOrigins] = await Promise.all([store.generationFields(live, "origin"), store.generationFields(rebuilt, "origin")]);
+export async function differingOrigins(control: Pick<ControlStore, "generationFields">, live: number, rebuilt: number): Promise<string[]> {
+  const [liveOrigins, rebuiltOrigins] = await Promise.all([control.generationFields(live, "origin"), control.generationFields(rebuilt, "origin")]);
   return [...rebuiltOrigins].filter(([partition, fingerprint]) => (liveOrigins.get(partition) ?? fingerprint) !== fingerprint).map(([partition]) => partition);
+}
+
+/** What verify reads: each generation's identities (index, meta, packets) and its origins (the control store). */
+export interface VerifyStores {
+  identities: Pick<RedisIdentityStore, "listIdentities" | "meta" | "read">;
+  control: Pick<ControlStore, "generationFields">;
 }
 
 type Comparison =
@@ -203,7 +210,7 @@ type Comparison =
   | { status: "bytes_differ"; live: string | null; rebuilt: string | null };
 
 /** One identity: on both sides, with equal watermarks, then the packets (each read once). */
-async function compareIdentity(store: RedisStore, live: number, rebuilt: number, id: string, inLive: boolean, inRebuilt: boolean): Promise<Comparison> {
+async function compareIdentity(store: VerifyStores["identities"], live: number, rebuilt: number, id: string, inLive: boolean, inRebuilt: boolean): Promise<Comparison> {
   if (!inLive || !inRebuilt) return { status: inLive ? "only_in_live" : "only_in_rebuilt" };
   const [a, b] = await Promise.all([store.meta(live, id), store.meta(rebuilt, id)]);
   const [wa, wb] = [watermarks(a), watermarks(b)];
@@ -216,9 +223,10 @@ async function compareIdentity(store: RedisStore, live: number, rebuilt: number,
  * Compare every identity of the two generations, 100 at a time. Results are taken in identity order, so the
  * failures listed (and `details`, when given) are the same on every run.
  */
-export async function verifyGenerations(store: RedisStore, live: number, rebuilt: number, details?: VerifyDetails): Promise<VerifyReport> {
+export async function verifyGenerations(stores: VerifyStores, live: number, rebuilt: number, details?: VerifyDetails): Promise<VerifyReport> {
+  const store = stores.identities;
   const report = emptyReport();
-  for (const partition of await differingOrigins(store, live, rebuilt)) {
+  for (const partition of await differingOrigins(stores.control, live, rebuilt)) {
     report.failures.push({ reason: "topic_origin_differs", detail: `partition ${partition}: the live generation folded another log (topic recreated or truncated)` });
   }
   const [liveIds, rebuiltIds] = await Promise.all([store.listIdentities(live), store.listIdentities(rebuilt)]);

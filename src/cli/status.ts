@@ -15,7 +15,7 @@ import { connectKafkaAdmin, kafkaClientSettings } from "../adapters/kafka/client
 import { openRedis, redisClientSettings } from "../adapters/redis/connect.js";
 import { FunctionsMissingError } from "../adapters/redis/errors.js";
 import { assertFunctionsLoaded } from "../adapters/redis/functions.js";
-import { RedisStore } from "../adapters/redis/store.js";
+import { RedisControlStore } from "../adapters/redis/control-store.js";
 import { resolveSettings, type Settings } from "../config/settings.js";
 import { canonicalJson } from "../core/canonical-json.js";
 import { partitionStatus, readiness, type PartitionStatus, type ReadinessState } from "../../consumers/verify/coverage.js";
@@ -49,7 +49,7 @@ export async function readStatus(settings: Settings): Promise<StatusReport> {
   try {
     const admin = await connectKafkaAdmin(kafkaClientSettings(settings, "-status"), settings.connectTimeoutMs);
     try {
-      const store = new RedisStore(redis, settings.prefix);
+      const controlStore = new RedisControlStore(redis, settings.prefix);
       let functionsProblem: string | null = null;
       try {
         await assertFunctionsLoaded(redis);
@@ -58,11 +58,11 @@ export async function readStatus(settings: Settings): Promise<StatusReport> {
         functionsProblem = err.message;
       }
       const loaded = functionsProblem === null;
-      const control = loaded ? await store.control() : null;
-      const generation = control === null ? await store.liveGeneration() : control.generation;
-      const building = loaded ? [...(await store.buildingGenerations())].sort((a, b) => a - b) : null;
+      const control = loaded ? await controlStore.state() : null;
+      const generation = control === null ? await controlStore.liveGeneration() : control.generation;
+      const building = loaded ? [...(await controlStore.buildingGenerations())].sort((a, b) => a - b) : null;
       const topicExists = (await admin.listTopics()).includes(settings.topic);
-      const offsets = topicExists ? await readPartitionOffsets(admin, store, settings.topic, settings.group, generation) : [];
+      const offsets = topicExists ? await readPartitionOffsets(admin, controlStore, settings.topic, settings.group, generation) : [];
       const verdict = readiness({ functionsProblem, topic: settings.topic, topicExists, group: settings.group, generation, partitions: offsets });
       const partitions = offsets.map(partitionStatus);
       return {

@@ -8,9 +8,12 @@
 import type { Cluster, Redis } from "ioredis";
 import { IDENTITY_PATTERN, normalizeContext, parsePyJson, reducerIdentity, validateProjection, DEFAULT_REDUCER_VERSION, type PyObject, type Scope } from "../core/index.js";
 import { openRedis, readerClientSettings } from "../adapters/redis/connect.js";
-import { RedisStore } from "../adapters/redis/store.js";
-import { META_FIELDS, partIndex } from "../fold/keys.js";
+import { RedisControlStore } from "../adapters/redis/control-store.js";
+import { RedisIdentityStore } from "../adapters/redis/identity-store.js";
+import { identityKey } from "../adapters/redis/keys.js";
+import { META_FIELDS } from "../fold/stored-names.js";
 import { etagOf } from "../core/digest.js";
+import { statingRefForm } from "../core/fields.js";
 import { MufoldError } from "../errors.js";
 import { followChanges, type FeedEvent, type SubscribeOptions } from "./change-feed.js";
 import { settingsOf, type ClientOptions } from "./options.js";
@@ -27,14 +30,18 @@ export interface ScopeRef {
 
 /** The identity a consumer computes itself from what it knows; throws ContractError for a ref that is not canonical. */
 export function identityOf(ref: ScopeRef, defaultReducerVersion: string = DEFAULT_REDUCER_VERSION): string {
-  return reducerIdentity(
-    normalizeContext({
-      scope: { ...ref.scope },
-      retrieval_snapshot_ref: ref.retrieval_snapshot_ref,
-      policy_snapshot_ref: ref.policy_snapshot_ref,
-      reducer_version: ref.reducer_version ?? defaultReducerVersion,
-    }),
-  );
+  try {
+    return reducerIdentity(
+      normalizeContext({
+        scope: { ...ref.scope },
+        retrieval_snapshot_ref: ref.retrieval_snapshot_ref,
+        policy_snapshot_ref: ref.policy_snapshot_ref,
+        reducer_version: ref.reducer_version ?? defaultReducerVersion,
+      }),
+    );
+  } catch (err) {
+    throw statingRefForm(err);
+  }
 }
 
 /** One packet as read. */
@@ -66,7 +73,9 @@ const READ_ATTEMPTS = 5;
  */
 export class ProjectionReader {
   /** @internal The storage adapter, for mufold's own commands and tests. */
-  readonly store: RedisStore;
+  readonly store: RedisIdentityStore;
+  /** Only for the live generation, by a plain HGET (the reader role runs no control function). */
+  private readonly control: RedisControlStore;
   private owned = false;
 
   constructor(
@@ -75,7 +84,8 @@ export class ProjectionReader {
     /** The reducer version of by-scope reads that do not name one. */
     readonly reducerVersion: string = DEFAULT_REDUCER_VERSION,
   ) {
-    this.store = new RedisStore(redis, prefix);
+    this.store = new RedisIdentityStore(redis, prefix);
+    this.control = new RedisControlStore(redis, prefix);
   }
 
   /**
@@ -96,7 +106,7 @@ export class ProjectionReader {
 
   /** The live generation; throws a MufoldError when there is none. */
   async generation(): Promise<number> {
-    const generation = await this.store.liveGeneration();
+    const generation = await this.control.liveGeneration();
     if (generation === null) throw new MufoldError("no mufold generation in Redis: nothing has been folded, or the state was lost (run `mufold replay --promote`)");
     return generation;
   }
@@ -106,6 +116,7 @@ export class ProjectionReader {
     return this.store.read(generation ?? (await this.generation()), identity);
   }
 
+  /** The packet's canonical JSON bytes for a scope and its snapshots (the identity as identityOf computes it), or null when there is none. */
   async readByScope(ref: ScopeRef): Promise<string | null> {
     return this.read(identityOf(ref, this.reducerVersion));
   }
@@ -127,7 +138,7 @@ export class ProjectionReader {
     if (!IDENTITY_PATTERN.test(identity)) throw new MufoldError(`invalid identity ${JSON.stringify(identity.slice(0, 80))}: must be mur_ followed by 64 lowercase hex digits`);
     for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
       const generation = await this.generation();
-      const meta = this.store.keys(generation, identity)[partIndex("m")]!;
+      const meta = identityKey(this.prefix, generation, identity, "m");
       const before = await this.redis.hget(meta, META_FIELDS.version);
       const text = await this.store.read(generation, identity);
       const after = await this.redis.hget(meta, META_FIELDS.version);
@@ -145,6 +156,7 @@ export class ProjectionReader {
     throw new MufoldError(`the projection ${identity} changed during ${READ_ATTEMPTS} reads in a row: retry`, { retriable: true });
   }
 
+  /** The identities with a packet in a generation (default: the live one). */
   async identities(generation?: number): Promise<string[]> {
     return this.store.listIdentities(generation ?? (await this.generation()));
   }

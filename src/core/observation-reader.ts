@@ -19,6 +19,7 @@
 import { floatJson } from "./canonical-json.js";
 import { AsciiDigest } from "./digest.js";
 import { parseContractTimestamp, type Scope } from "./fields.js";
+import { JSON_NUMBER, lexNumber } from "./json-number.js";
 import {
   OBSERVATION_SCHEMA_VERSION,
   normalizedFingerprint,
@@ -133,7 +134,7 @@ const QDIGEST = String.raw`"(?:[0-9a-f]{16}|sha256:[0-9a-f]{64})"`;
  */
 const CANONICAL = new RegExp(
   String.raw`\{("application_receipt_id":"${REF}","attribution_level":"(item|set|none)")` + // 1 A, 2, 3
-    String.raw`,"confidence":(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)` + // 4
+    String.raw`,"confidence":(${JSON_NUMBER})` + // 4
     String.raw`,"created_at":"([^"\\\x00-\x1f]*)",(` + // 5, 6 X
     String.raw`("evaluation_version":"${REF}","evaluator_ref":"${REF}"` + // 7 B, 8, 9
     String.raw`,"evidence_basis":"(owner_correction|controlled_replay|deterministic_effect|evaluator_inference|insufficient)"` + // 10
@@ -381,29 +382,10 @@ class PlainReader {
   private confidence(): number {
     const s = this.s;
     const start = this.p;
-    let i = start;
-    if (s.charCodeAt(i) === 0x2d) i++;
-    const d0 = s.charCodeAt(i);
-    if (d0 === 0x30) i++;
-    else if (d0 >= 0x31 && d0 <= 0x39) while (isDigit(s.charCodeAt(++i)));
-    else bail();
-    let isFloat = false;
-    if (s.charCodeAt(i) === 0x2e && isDigit(s.charCodeAt(i + 1))) {
-      i += 2;
-      while (isDigit(s.charCodeAt(i))) i++;
-      isFloat = true;
-    }
-    const e = s.charCodeAt(i);
-    if (e === 0x65 || e === 0x45) {
-      let j = i + 1;
-      const sign = s.charCodeAt(j);
-      if (sign === 0x2b || sign === 0x2d) j++;
-      if (isDigit(s.charCodeAt(j))) {
-        while (isDigit(s.charCodeAt(++j)));
-        i = j;
-        isFloat = true;
-      }
-    }
+    const lexed = lexNumber(s, start);
+    if (lexed < 0) bail();
+    const i = lexed >> 1;
+    const isFloat = (lexed & 1) === 1;
     this.p = i;
     const lexeme = s.slice(start, i);
     let value: number;
@@ -512,10 +494,6 @@ class PlainReader {
     if (normalizedObservationId(obs) !== observationId) bail();
     return new ReadObservation(obs, normalizedFingerprint(obs));
   }
-}
-
-function isDigit(c: number): boolean {
-  return c >= 0x30 && c <= 0x39;
 }
 
 const plain = new PlainReader();

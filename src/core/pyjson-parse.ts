@@ -4,6 +4,7 @@
  * messages with line/column/char positions, so a request that Python refuses
  * is refused here with the same words.
  */
+import { lexNumber } from "./json-number.js";
 import { PyFloat, type PyObject, type PyValue } from "./pyvalue.js";
 
 /** Python's `json.JSONDecodeError` (a `ValueError`). */
@@ -145,35 +146,10 @@ class Scanner {
 
   private matchNumber(start: number): PyValue {
     const s = this.s;
-    let i = start;
-    if (s.charCodeAt(i) === 0x2d) i++;
-    const d0 = s.charCodeAt(i);
-    if (d0 >= 0x31 && d0 <= 0x39) {
-      i++;
-      while (isDigit(s.charCodeAt(i))) i++;
-    } else if (d0 === 0x30) {
-      i++;
-    } else {
-      throw new StopIteration(start);
-    }
-    let isFloat = false;
-    if (s.charCodeAt(i) === 0x2e && isDigit(s.charCodeAt(i + 1))) {
-      i += 2;
-      while (isDigit(s.charCodeAt(i))) i++;
-      isFloat = true;
-    }
-    const e = s.charCodeAt(i);
-    if (e === 0x65 || e === 0x45) {
-      let j = i + 1;
-      const sign = s.charCodeAt(j);
-      if (sign === 0x2b || sign === 0x2d) j++;
-      if (isDigit(s.charCodeAt(j))) {
-        j++;
-        while (isDigit(s.charCodeAt(j))) j++;
-        i = j;
-        isFloat = true;
-      }
-    }
+    const lexed = lexNumber(s, start);
+    if (lexed < 0) throw new StopIteration(start);
+    const i = lexed >> 1;
+    const isFloat = (lexed & 1) === 1;
     this.pos = i;
     const lexeme = s.slice(start, i);
     if (isFloat) return new PyFloat(Number(lexeme));
@@ -340,10 +316,6 @@ const SIMPLE_ESCAPES: Record<number, string> = {
   0x72: "\r",
   0x74: "\t",
 };
-
-function isDigit(c: number): boolean {
-  return c >= 0x30 && c <= 0x39;
-}
 
 function parseHex4(s: string, at: number): number {
   let v = 0;

@@ -3,7 +3,8 @@
  * precedence, combined confidence over the strongest directional tier, and the
  * review state it proposes. Pure arithmetic in the reference's order.
  */
-import type { AttributionLevel, EvidenceBasis, Observation, UtilityLabel } from "./observation.js";
+// From the types' own module, not the validator (observation.ts): its JSON writers import compact-json, which imports this.
+import type { AttributionLevel, EvidenceBasis, Observation, UtilityLabel } from "./observation-model.js";
 import { latestOf } from "./ordering.js";
 import { pyRound6 } from "./pyfloat.js";
 import { PyFloat } from "./pyvalue.js";

@@ -5,7 +5,7 @@
  */
 import { decideRecord, type DecisionOptions, type DlqReason } from "./record-decision.js";
 import type { IdentityBatch } from "./identity-applier.js";
-import type { SourceRecord } from "./dead-letter.js";
+import type { SourceRecord } from "./source-record.js";
 
 export interface RoutedBatch {
   identities: IdentityBatch[];
@@ -43,14 +43,9 @@ export function routeRecords(records: readonly SourceRecord[], options: Decision
 /**
  * The records of one wave of the live fold (keyWaves). A wave is decided,
  * planned and written before the next is decided, so what deciding makes
- * (the observations read from each record, their fingerprints) dies within a
- * wave instead of living as long as the batch: at the default fetch bounds a
- * partition's batch held ~4,000 records and took ~0.4 s to apply, so all of
- * it was promoted to the old generation and collected there. In-process fold
- * of the pipeline bench's topic (docs/benchmarks.md, "the live fold decides
- * in waves"), bytes a record surviving a scavenge / promoted: 13.7 / 5.9 in
- * one pass, 8.8 / 3.2 in waves of 128, 9.7 / 3.3 of 256, 11.6 / 4.6 of 512;
- * 256 spent the least CPU (smaller waves cost the main thread more).
+ * (the observations read from each record, their fingerprints) dies young,
+ * within a wave, instead of living as long as a whole batch and being
+ * promoted to the old generation. Smaller waves cost the main thread more.
  */
 const DECIDE_WAVE_RECORDS = 256;
 

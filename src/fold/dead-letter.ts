@@ -6,19 +6,7 @@
  */
 import { MufoldError } from "../errors.js";
 import type { DlqReason } from "./record-decision.js";
-
-type HeaderValue = Buffer | string;
-
-export interface SourceRecord {
-  topic: string;
-  partition: number;
-  offset: string;
-  key: Buffer | null;
-  value: Buffer | null;
-  headers?: Record<string, HeaderValue | HeaderValue[] | undefined>;
-  /** The record's timestamp (ms since the epoch, as Kafka gives it); part of a partition's origin fingerprint. */
-  timestamp?: string;
-}
+import type { HeaderValue, SourceRecord } from "./source-record.js";
 
 export interface DlqMessage {
   key: Buffer | null;

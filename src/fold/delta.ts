@@ -1,5 +1,5 @@
 /** The writes that turn one stored PartsView into the next: only what changed. */
-import { IDENTITY_PARTS, META_FIELDS, type IdentityPart } from "./keys.js";
+import { IDENTITY_PARTS, META_FIELDS, type IdentityPart } from "./stored-names.js";
 import type { PartsChanges } from "../core/identity-parts.js";
 import type { PartsView } from "../core/packet-parts.js";
 import { MAX_PROJECTION_HISTORY } from "../core/projection-limits.js";

@@ -24,7 +24,7 @@ import { MAX_PROJECTION_OBSERVATIONS } from "../core/projection-limits.js";
 import { decodeStoredState, storedRecord } from "./delivery-record.js";
 import { opsForChanges, type PartOp, type Scalars } from "./delta.js";
 import type { PartsView } from "../core/packet-parts.js";
-import { META_FIELDS, WATERMARK_PREFIX, watermarkField } from "./keys.js";
+import { META_FIELDS, WATERMARK_PREFIX, watermarkField } from "./stored-names.js";
 
 export interface Delivery {
   observation: Observation;

@@ -2,11 +2,11 @@
  * The port the fold engine stores identities through: exactly what the
  * applier (src/fold/identity-applier.ts) needs, plus `read` and
  * `listIdentities` for the contract suite. Two adapters implement it: Redis
- * (src/adapters/redis/store.ts, the Lua functions of mufold_v1.lua) and memory
+ * (src/adapters/redis/identity-store.ts, the Lua functions of mufold_v1.lua) and memory
  * (src/adapters/memory/identity-store.ts); test/support/identity-store-contract.ts
  * holds both to the same behaviour.
  *
- * An identity's state is ten parts (src/fold/keys.ts): the meta hash `m`
+ * An identity's state is ten parts (src/fold/stored-names.ts): the meta hash `m`
  * (`v` version, `w:<topic>:<partition>` watermarks, `n`, `acc`, `skel`, `rej`,
  * `ctx`, `dig`, `chg`), the delivery records `d`, and the packet fragments and
  * their orders. Pure: no IO.

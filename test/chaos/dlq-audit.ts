@@ -7,7 +7,8 @@
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { partitionOffsets } from "../../src/adapters/kafka/topics.js";
 import type { Settings } from "../../src/config/settings.js";
-import { DLQ_HEADERS, dlqTopic, type SourceRecord } from "../../src/fold/dead-letter.js";
+import { DLQ_HEADERS, dlqTopic } from "../../src/fold/dead-letter.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { HOSTILE_CLASSES, HOSTILE_HEADERS } from "./hostile.js";
 

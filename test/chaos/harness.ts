@@ -16,7 +16,7 @@ import { connectRedis } from "../../src/adapters/redis/connect.js";
 import { until } from "../support/wait.js";
 import type { Settings } from "../../src/config/settings.js";
 import { runReplay } from "../../consumers/replay/replay.js";
-import type { SourceRecord } from "../../src/fold/dead-letter.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 import { openSender } from "../../producers/produce.js";
 import { observationMessage } from "../../producers/observation-message.js";
 import { simulate } from "../../producers/simulation.js";

@@ -23,7 +23,7 @@ import { simulate } from "../../producers/simulation.js";
 import { RedisAuthError, connectRedis, openRedis, readerClientSettings, redisClientSettings, type RedisClient } from "../../src/adapters/redis/connect.js";
 import { APPLY_FUNCTION, ensureSetup, librarySource } from "../../src/adapters/redis/functions.js";
 import { resolveSettings, type Settings } from "../../src/config/settings.js";
-import { controlKey, identityKeys, indexKey } from "../../src/fold/keys.js";
+import { controlKey, identityKeys, indexKey } from "../../src/adapters/redis/keys.js";
 import { ProjectionReader } from "../../src/client/readback.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { PrivateRedis } from "../support/private-redis.js";

@@ -4,8 +4,10 @@ import { Redis } from "ioredis";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { partitionOffsets } from "../../src/adapters/kafka/topics.js";
 import { loadFunctions } from "../../src/adapters/redis/functions.js";
-import { RedisStore } from "../../src/adapters/redis/store.js";
-import { changesKey } from "../../src/fold/keys.js";
+import { RedisControlStore } from "../../src/adapters/redis/control-store.js";
+import { RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
+import { prefixKeys } from "../../src/adapters/redis/keyspace.js";
+import { changesKey } from "../../src/adapters/redis/keys.js";
 import { PROPOSAL_SCHEMA, changeFeedSettings } from "../../consumers/feed/change-feed.js";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { IdentityApplier } from "../../src/fold/identity-applier.js";
@@ -193,10 +195,10 @@ describe("change feed on a real broker and a real Redis", () => {
     await fold(settings, observations);
     const redis = new Redis(settings.redisUrl);
     cleanups.push(() => redis.quit());
-    const store = new RedisStore(redis, settings.prefix);
-    const generation = (await store.control()).generation!;
+    const store = new RedisIdentityStore(redis, settings.prefix);
+    const generation = (await new RedisControlStore(redis, settings.prefix).state()).generation!;
     expect(await redis.exists(changesKey(settings.prefix, generation))).toBe(0);
-    expect((await store.scanKeys()).filter((k) => k.endsWith(":changes"))).toEqual([]);
+    expect((await prefixKeys(redis, settings.prefix)).filter((k) => k.endsWith(":changes"))).toEqual([]);
     for (const id of await store.listIdentities(generation)) {
       const meta = await store.meta(generation, id);
       expect(meta.dig).toBeUndefined();
@@ -255,7 +257,7 @@ describe("change feed on a real broker and a real Redis", () => {
     const redis = new Redis(settings.redisUrl);
     cleanups.push(() => redis.quit());
     await loadFunctions(redis);
-    const store = new RedisStore(redis, settings.prefix);
+    const store = new RedisIdentityStore(redis, settings.prefix);
     const observations = workload(34, 1, 40);
     const context = contextOfObservation(observations[0]!, "memory_utility_reducer_v0");
     const identity = reducerIdentity(context);

@@ -14,7 +14,7 @@ import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
 import { ProjectionReader, type ChangeEvent, type FeedEvent } from "../../src/client/index.js";
-import { identityKeys } from "../../src/fold/keys.js";
+import { identityKeys } from "../../src/adapters/redis/keys.js";
 import type { Observation } from "../../src/core/index.js";
 import { dropPrefix, expectedPackets, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { waitFor } from "../support/wait.js";

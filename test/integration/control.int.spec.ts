@@ -5,9 +5,10 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
-import { GenerationMovedError, PauseLostError, PromoteBehindError, PositionContradictedError, TopicOriginError } from "../../src/adapters/redis/errors.js";
+import { GenerationMovedError, PauseLostError, PromoteBehindError, TopicOriginError } from "../../src/fold/control-store.js";
+import { PositionContradictedError } from "../../src/fold/identity-store.js";
 import { loadFunctions } from "../../src/adapters/redis/functions.js";
-import { RedisStore } from "../../src/adapters/redis/store.js";
+import { RedisControlStore } from "../../src/adapters/redis/control-store.js";
 import { testSettings } from "../support/pipeline.js";
 import { waitFor } from "../support/wait.js";
 
@@ -16,7 +17,7 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
 });
 
-async function isolatedStore(db: number): Promise<{ store: RedisStore; redis: Redis }> {
+async function isolatedStore(db: number): Promise<{ store: RedisControlStore; redis: Redis }> {
   const base = testSettings();
   const redis = new Redis(base.redisUrl.replace(/\/\d*$/, "") + `/${db}`);
   await redis.flushdb();
@@ -25,7 +26,7 @@ async function isolatedStore(db: number): Promise<{ store: RedisStore; redis: Re
     await redis.quit();
   });
   await loadFunctions(redis);
-  return { store: new RedisStore(redis, base.prefix), redis };
+  return { store: new RedisControlStore(redis, base.prefix), redis };
 }
 
 describe("control functions", () => {
@@ -33,13 +34,13 @@ describe("control functions", () => {
     const { store, redis } = await isolatedStore(9);
     const first = await store.initGeneration("v0");
     expect(first.reducerVersion).toBe("v0");
-    const rebuilt = await store.allocateGeneration("v0", "token-a");
+    const rebuilt = await store.allocateGeneration("v0", "token-a", 60_000);
     expect(rebuilt).toBeGreaterThan(first.generation);
     await redis.flushdb(); // `last` is gone too
     await loadFunctions(redis);
     const again = await store.initGeneration("v0");
     expect(again.generation).toBeGreaterThan(rebuilt);
-    expect(await store.allocateGeneration("v0", "token-b")).toBeGreaterThan(again.generation);
+    expect(await store.allocateGeneration("v0", "token-b", 60_000)).toBeGreaterThan(again.generation);
   });
 
   it("a seal fails once the generation is no longer live; marks only go up", async () => {
@@ -65,42 +66,42 @@ describe("control functions", () => {
   it("a promote needs its build token, the same live generation, and a pause that still holds; it is idempotent", async () => {
     const { store } = await isolatedStore(9);
     const live = (await store.initGeneration("v0")).generation;
-    const shadow = await store.allocateGeneration("v0", "mine");
+    const shadow = await store.allocateGeneration("v0", "mine", 60_000);
     await expect(store.promote(shadow, "not-mine", null, live)).rejects.toBeInstanceOf(GenerationMovedError);
     await expect(store.promote(shadow, "mine", null, live + 1)).rejects.toBeInstanceOf(GenerationMovedError); // another promote came first
     const epoch = await store.pause(null, 300);
-    expect((await store.control()).paused).toBe(true);
+    expect((await store.state()).paused).toBe(true);
     // The lease runs out by itself (Redis time): the pause no longer holds, the promote refuses, and the
     // lapsed lease cannot be renewed (the folds may have resumed meanwhile).
-    await waitFor("the pause lease ran out", async () => ((await store.control()).paused ? undefined : true), 5_000);
+    await waitFor("the pause lease ran out", async () => ((await store.state()).paused ? undefined : true), 5_000);
     await expect(store.promote(shadow, "mine", epoch, live)).rejects.toBeInstanceOf(PauseLostError);
     await expect(store.pause(epoch, 10_000)).rejects.toBeInstanceOf(PauseLostError);
-    expect((await store.control()).generation).toBe(live);
+    expect((await store.state()).generation).toBe(live);
     const next = await store.pause(null, 10_000);
     expect(next).toBe(epoch + 1);
     await store.promote(shadow, "mine", next, live);
-    const after = await store.control();
+    const after = await store.state();
     expect({ generation: after.generation, paused: after.paused }).toEqual({ generation: shadow, paused: false });
     expect(await store.buildingGenerations()).toEqual(new Set());
     await store.promote(shadow, "mine", next, live); // a resent call whose reply was lost: the same answer
-    expect((await store.control()).generation).toBe(shadow);
+    expect((await store.state()).generation).toBe(shadow);
   });
 
   it("a promote refuses while the live fold sealed a partition past the rebuild, unless the live one folded another log", async () => {
     const { store } = await isolatedStore(9);
     const live = (await store.initGeneration("v0")).generation;
     await store.seal(live, "live", new Map([["t:0", 50n]]));
-    const shadow = await store.allocateGeneration("v0", "mine");
+    const shadow = await store.allocateGeneration("v0", "mine", 60_000);
     await store.seal(shadow, "mine", new Map([["t:0", 40n]]));
     await expect(store.promote(shadow, "mine", null, live)).rejects.toBeInstanceOf(PromoteBehindError);
     await store.seal(shadow, "mine", new Map([["t:0", 50n]]));
     await store.promote(shadow, "mine", null, live);
-    expect((await store.control()).generation).toBe(shadow);
+    expect((await store.state()).generation).toBe(shadow);
     // A recreated topic: the live marks belong to another log and bound nothing.
     await store.seal(shadow, "live", new Map([["t:1", 90n]]));
-    const next = await store.allocateGeneration("v0", "again");
+    const next = await store.allocateGeneration("v0", "again", 60_000);
     await store.promote(next, "again", null, shadow, true);
-    expect((await store.control()).generation).toBe(next);
+    expect((await store.state()).generation).toBe(next);
   });
 
   it("a live seal waits out a pause, and a batch that starts past the mark means Redis rolled back", async () => {

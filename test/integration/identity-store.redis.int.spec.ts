@@ -1,6 +1,7 @@
 import { afterAll, beforeAll } from "vitest";
 import { Redis } from "ioredis";
-import { RedisStore } from "../../src/adapters/redis/store.js";
+import { RedisControlStore } from "../../src/adapters/redis/control-store.js";
+import { RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
 import { identityStoreContract } from "../support/identity-store-contract.js";
 import { dropPrefix, testSettings } from "../support/pipeline.js";
 
@@ -20,13 +21,13 @@ afterAll(async () => {
 
 identityStoreContract(
   "redis",
-  () => new RedisStore(redis, `${settings.prefix}:${++stores}`),
+  () => new RedisIdentityStore(redis, `${settings.prefix}:${++stores}`),
   (store) => {
-    const control = store as RedisStore;
+    // The position guard reads the control hash of the store's prefix.
+    const control = new RedisControlStore(redis, (store as RedisIdentityStore).prefix);
     return {
       live: async () => (await control.initGeneration(settings.reducerVersion)).generation,
       seal: (generation, partition, next) => control.seal(generation, "live", new Map([[partition, next]])),
     };
   },
 );
-

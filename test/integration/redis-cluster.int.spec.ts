@@ -16,9 +16,10 @@ import { connectRedis, isCluster, masterNodes} from "../../src/adapters/redis/co
 import { parseClusterUrl } from "../../src/config/redis-url.js";
 import { FunctionsMissingError } from "../../src/adapters/redis/errors.js";
 import { LIBRARY_NAME, ensureSetup, loadFunctions } from "../../src/adapters/redis/functions.js";
-import { RedisStore } from "../../src/adapters/redis/store.js";
+import { RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
+import { dropPrefix, prefixKeys } from "../../src/adapters/redis/keyspace.js";
 import { resolveSettings } from "../../src/config/settings.js";
-import { identityKeys } from "../../src/fold/keys.js";
+import { identityKeys } from "../../src/adapters/redis/keys.js";
 import { ProjectionReader } from "../../src/client/readback.js";
 import { comparePackets, expectedPackets, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import {
@@ -157,9 +158,8 @@ describe("Redis Cluster (3 masters, no replicas)", () => {
     }
 
     // Lose every key of the prefix on every master, then replay --promote restores every packet.
-    const store = new RedisStore(client, settings.prefix);
-    expect(await store.dropPrefix()).toBeGreaterThan(expected.size * 2);
-    expect(await store.scanKeys()).toEqual([]);
+    expect(await dropPrefix(client, settings.prefix)).toBeGreaterThan(expected.size * 2);
+    expect(await prefixKeys(client, settings.prefix)).toEqual([]);
     const promoted = await runReplay(settings, { verify: false, promote: true, dropAfterSeconds: 0 }, quietLog);
     expect(promoted.promoted).toBe(true);
     expect(promoted.identities).toBe(expected.size);
@@ -183,7 +183,7 @@ describe("Redis Cluster (3 masters, no replicas)", () => {
     cleanups.push(() => dropClusterPrefix(settings));
     const client = connectRedis(url);
     cleanups.push(() => client.quit());
-    const store = new RedisStore(client, settings.prefix);
+    const store = new RedisIdentityStore(client, settings.prefix);
     await loadFunctions(client);
     const ids = Array.from({ length: 30 }, (_, i) => `mur_${createHash("sha256").update(String(i)).digest("hex")}`);
     for (const id of ids) expect(await store.apply(1, id, 0, new Map([["w:t:0", 1n]]), [])).toBe(1);

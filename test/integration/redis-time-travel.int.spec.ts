@@ -19,11 +19,11 @@ import type { Admin } from "kafkajs";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { groupOffsets } from "../../src/adapters/kafka/topics.js";
 import { ensureSetup } from "../../src/adapters/redis/functions.js";
-import { RedisStore } from "../../src/adapters/redis/store.js";
+import { RedisControlStore } from "../../src/adapters/redis/control-store.js";
 import type { StatusReport } from "../../src/cli/status.js";
 import type { Settings } from "../../src/config/settings.js";
 import type { Observation } from "../../src/core/index.js";
-import type { SourceRecord } from "../../src/fold/dead-letter.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 import { decideRecord } from "../../src/fold/record-decision.js";
 import { marksOfTopic } from "../../consumers/verify/coverage.js";
 import { settingsEnv } from "../../consumers/fold/fold-process.js";
@@ -119,8 +119,8 @@ class Run {
   async marks(settings = this.settings): Promise<Offsets> {
     const redis = client(settings.redisUrl);
     try {
-      const store = new RedisStore(redis, settings.prefix);
-      const generation = (await store.control()).generation;
+      const store = new RedisControlStore(redis, settings.prefix);
+      const generation = (await store.state()).generation;
       if (generation === null) return new Map();
       return new Map([...marksOfTopic(await store.generationFields(generation, "mark"), settings.topic)].map(([p, o]) => [p, Number(o)]));
     } finally {

@@ -8,9 +8,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Redis } from "ioredis";
 import { ensureSetup } from "../../src/adapters/redis/functions.js";
-import { RedisStore, writerStore } from "../../src/adapters/redis/store.js";
+import { RedisControlStore } from "../../src/adapters/redis/control-store.js";
+import { RedisIdentityStore, writerStore } from "../../src/adapters/redis/identity-store.js";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
-import type { SourceRecord } from "../../src/fold/dead-letter.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 import { ShadowBuild } from "../../consumers/replay/replay-build.js";
 import { connectBuildRedis } from "../../consumers/replay/replay-redis.js";
 import { observationMessage } from "../../producers/observation-message.js";
@@ -39,9 +40,10 @@ describe("the replay's build on real Redis", () => {
       return { topic: settings.topic, partition: 0, offset: String(i), key: Buffer.from(m.key as string), value: Buffer.from(m.value as string), headers: {} };
     });
     const store = writerStore(redis, settings.prefix);
+    const control = new RedisControlStore(redis, settings.prefix);
     const token = "build-test";
-    const generation = await store.allocateGeneration(settings.reducerVersion, token);
-    const build = new ShadowBuild(store, settings, generation, token);
+    const generation = await control.allocateGeneration(settings.reducerVersion, token, 60_000);
+    const build = new ShadowBuild(store, control, settings, generation, token);
     const ctx = { topic: settings.topic, partition: 0, highWatermark: String(records.length), nextOffset: String(records.length), heartbeat: async () => {}, stillOwned: () => true };
     build.add(records, ctx);
     // 60 groups (one key each), each indexed (1 SADD) and then applied (1 FCALL), and the partition guard's origin
@@ -53,7 +55,7 @@ describe("the replay's build on real Redis", () => {
 
     const reader = connectRedis({ url: settings.redisUrl });
     try {
-      const shadow = new RedisStore(reader, settings.prefix);
+      const shadow = new RedisIdentityStore(reader, settings.prefix);
       const packets = new Map<string, string>();
       for (const id of await shadow.listIdentities(generation)) packets.set(id, (await shadow.read(generation, id)) ?? "<missing>");
       expect(packets.size).toBe(60);

@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import type { BatchContext } from "../../src/adapters/kafka/consumer.js";
-import type { SourceRecord } from "../../src/fold/dead-letter.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 import { LogReader, type ChunkBuilder } from "../../consumers/replay/log-reader.js";
 import { createTopics, deleteTopics } from "../support/foreign/foreign.js";
 import { quietLog, testSettings } from "../support/pipeline.js";

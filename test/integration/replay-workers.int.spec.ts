@@ -17,7 +17,7 @@ import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
-import { RedisStore } from "../../src/adapters/redis/store.js";
+import { RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
 import type { Settings } from "../../src/config/settings.js";
 import { contextOfObservation, reducerIdentity, type Observation } from "../../src/core/index.js";
 import { settingsEnv } from "../../consumers/fold/fold-process.js";
@@ -52,7 +52,7 @@ async function produceSpread(settings: Settings, { keyed, split }: { keyed: Obse
 }
 
 /** Partitions whose watermark an identity holds in a generation (from its meta hash). */
-async function watermarkPartitions(store: RedisStore, generation: number, identity: string): Promise<string[]> {
+async function watermarkPartitions(store: RedisIdentityStore, generation: number, identity: string): Promise<string[]> {
   return Object.keys(await store.meta(generation, identity))
     .filter((k) => k.startsWith("w:"))
     .sort();
@@ -133,7 +133,7 @@ describe("replay --workers 2", () => {
   it("verifies byte-equal with the live fold, an identity in two partitions included, and rebuilds exactly the reducer's packets", async () => {
     const settings = testSettings({ partitions: PARTITIONS });
     const redis = connectRedis(settings.redisUrl);
-    const store = new RedisStore(redis, settings.prefix);
+    const store = new RedisIdentityStore(redis, settings.prefix);
     cleanups.push(() => redis.quit(), () => dropPrefix(settings));
     const { keyed, split } = spreadWorkload(61);
     expect(split.length).toBeGreaterThan(4);

@@ -17,7 +17,7 @@ import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
-import { RedisStore } from "../../src/adapters/redis/store.js";
+import { RedisControlStore } from "../../src/adapters/redis/control-store.js";
 import type { StatusReport } from "../../src/cli/status.js";
 import type { Settings } from "../../src/config/settings.js";
 import type { Observation } from "../../src/core/index.js";
@@ -144,7 +144,7 @@ describe("mufold status --json", () => {
   });
 
   it("a replay being built is listed", async () => {
-    const store = new RedisStore(redis, settings.prefix);
+    const store = new RedisControlStore(redis, settings.prefix);
     const building = await store.allocateGeneration(settings.reducerVersion, "status-test-token", 60_000);
     cleanups.push(() => store.forgetGeneration(building));
     const s = await status();

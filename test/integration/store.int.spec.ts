@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { loadFunctions } from "../../src/adapters/redis/functions.js";
-import { RedisStore } from "../../src/adapters/redis/store.js";
-import { StaleVersionError } from "../../src/adapters/redis/errors.js";
+import { RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
+import { StaleVersionError } from "../../src/fold/identity-store.js";
 import { IdentityApplier, type IdentityBatch } from "../../src/fold/identity-applier.js";
-import { identityKeys } from "../../src/fold/keys.js";
+import { identityKeys } from "../../src/adapters/redis/keys.js";
 import { contextOfObservation, observationFingerprint, reducerIdentity, type Observation } from "../../src/core/index.js";
 import { simulate } from "../../producers/simulation.js";
 import { comparePackets, dropPrefix, expectedPackets, testSettings } from "../support/pipeline.js";
@@ -12,12 +12,12 @@ import { socketWrites } from "../support/socket-writes.js";
 
 const settings = testSettings();
 let redis: Redis;
-let store: RedisStore;
+let store: RedisIdentityStore;
 
 beforeAll(async () => {
   redis = new Redis(settings.redisUrl);
   await loadFunctions(redis);
-  store = new RedisStore(redis, settings.prefix);
+  store = new RedisIdentityStore(redis, settings.prefix);
 });
 afterAll(async () => {
   await dropPrefix(settings);
@@ -47,7 +47,7 @@ describe("identity store on real Redis", () => {
     const writer = new Redis(settings.redisUrl, { enableAutoPipelining: false });
     try {
       await writer.ping();
-      const coalescing = new RedisStore(writer, settings.prefix, { writeGroup: 16 });
+      const coalescing = new RedisIdentityStore(writer, settings.prefix, { writeGroup: 16 });
       const observations = [...simulate({ agents: 60, observationsPerAgent: 3, snapshotEvery: 1000, duplicateRate: 0, seed: 23 })].map((d) => d.observation);
       const batch = batches(observations, 0);
       expect(batch.length).toBe(60);

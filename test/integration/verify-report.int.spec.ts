@@ -17,9 +17,10 @@ import { observationMessage } from "../../producers/observation-message.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
-import { RedisStore } from "../../src/adapters/redis/store.js";
+import { RedisControlStore } from "../../src/adapters/redis/control-store.js";
+import { RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
 import type { Settings } from "../../src/config/settings.js";
-import { identityKeys, partIndex } from "../../src/fold/keys.js";
+import { identityKeys, partIndex } from "../../src/adapters/redis/keys.js";
 import { BIN, dropPrefix, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { byClass, findAll, parseXml, textOf, type XmlElement } from "../support/xml.js";
 
@@ -56,7 +57,7 @@ describe("replay --verify --report", () => {
   it("a verified run's page says verified; a corrupted live packet is named bytes_differ at its first differing byte", async () => {
     const settings = testSettings();
     const redis = connectRedis(settings.redisUrl);
-    const store = new RedisStore(redis, settings.prefix);
+    const store = new RedisIdentityStore(redis, settings.prefix);
     const dir = mkdtempSync(join(tmpdir(), "mufold-report-"));
     cleanups.push(
       () => redis.quit(),
@@ -68,7 +69,7 @@ describe("replay --verify --report", () => {
     const worker = await FoldWorker.start(settings, quietLog);
     await waitCaughtUp(settings);
     await worker.stop();
-    const live = (await store.liveGeneration())!;
+    const live = (await new RedisControlStore(redis, settings.prefix).liveGeneration())!;
     const identities = await store.listIdentities(live);
     expect(identities.length).toBeGreaterThan(1);
 

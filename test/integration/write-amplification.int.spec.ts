@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { loadFunctions } from "../../src/adapters/redis/functions.js";
-import { RedisStore } from "../../src/adapters/redis/store.js";
+import { RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
 import { IdentityApplier } from "../../src/fold/identity-applier.js";
 import { contextOfObservation, observationFingerprint, reducerIdentity } from "../../src/core/index.js";
 import { simulate } from "../../producers/simulation.js";
@@ -21,7 +21,7 @@ describe("Redis writes stay small as an identity grows", () => {
     const probe = new Redis(settings.redisUrl);
     try {
       await loadFunctions(redis);
-      const store = new RedisStore(redis, settings.prefix);
+      const store = new RedisIdentityStore(redis, settings.prefix);
       const applier = new IdentityApplier(store, 10);
       const observations = [...simulate({ agents: 1, observationsPerAgent: 1000, snapshotEvery: 100_000, duplicateRate: 0, conflictRate: 0, memories: 8, seed: 41 })].map((d) => d.observation);
       const context = contextOfObservation(observations[0]!, "memory_utility_reducer_v0");

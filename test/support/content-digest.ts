@@ -14,7 +14,7 @@
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { PartsView } from "../../src/core/packet-parts.js";
-import { identityKeys } from "../../src/fold/keys.js";
+import { identityKeys } from "../../src/adapters/redis/keys.js";
 
 export interface DigestElements {
   rejected: string | null;

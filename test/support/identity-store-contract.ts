@@ -12,7 +12,7 @@ import { simulate, Prng, type SimulationOptions } from "../../producers/simulati
 import { contextOfObservation, observationFingerprint, reducerIdentity, type Observation } from "../../src/core/index.js";
 import type { PartOp } from "../../src/fold/delta.js";
 import { PositionContradictedError, StaleVersionError, StateLostError, type IdentityStore } from "../../src/fold/identity-store.js";
-import type { IdentityPart } from "../../src/fold/keys.js";
+import type { IdentityPart } from "../../src/fold/stored-names.js";
 import { scopeKey } from "../../src/fold/scope-key.js";
 
 export type StoreFactory = () => IdentityStore | Promise<IdentityStore>;

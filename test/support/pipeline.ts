@@ -9,7 +9,7 @@ import { spawnFoldWorker, waitForGroup } from "../../consumers/fold/fold-process
 import { fileURLToPath } from "node:url";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
 import { ensureSetup } from "../../src/adapters/redis/functions.js";
-import { RedisStore } from "../../src/adapters/redis/store.js";
+import { dropPrefix as dropKeys } from "../../src/adapters/redis/keyspace.js";
 import { resolveSettings, type Settings } from "../../src/config/settings.js";
 import { createLogger } from "../../src/observability/log.js";
 import { expectedPackets } from "./oracle.js";
@@ -77,7 +77,7 @@ export async function stopWorker(child: ChildProcess, signal: NodeJS.Signals = "
 export async function dropPrefix(settings: Settings): Promise<void> {
   const redis = connectRedis(settings.redisUrl);
   try {
-    await new RedisStore(redis, settings.prefix).dropPrefix();
+    await dropKeys(redis, settings.prefix);
   } finally {
     await redis.quit();
   }

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import type { Cluster, Redis } from "ioredis";
 import { connectRedis, isCluster, masterNodes } from "../../src/adapters/redis/connect.js";
-import { RedisStore } from "../../src/adapters/redis/store.js";
+import { dropPrefix } from "../../src/adapters/redis/keyspace.js";
 import type { Settings } from "../../src/config/settings.js";
 import { ProjectionReader } from "../../src/client/readback.js";
 
@@ -75,7 +75,7 @@ export function readAllClusterPackets(settings: Settings): Promise<Map<string, s
 
 /** Remove every key of the test prefix on every master. */
 export function dropClusterPrefix(settings: Settings): Promise<number> {
-  return withCluster(settings.redisUrl, (cluster) => new RedisStore(cluster, settings.prefix).dropPrefix());
+  return withCluster(settings.redisUrl, (cluster) => dropPrefix(cluster, settings.prefix));
 }
 
 /** The master node ("host:port") that serves a key's slot, from CLUSTER KEYSLOT and CLUSTER SLOTS. */

@@ -1,5 +1,5 @@
 /** An observation as a consumed Kafka record (as mufold's producer writes it), for tests of the pure fold. */
-import type { SourceRecord } from "../../src/fold/dead-letter.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 import { canonicalJson, observationToPy, type Observation } from "../../src/core/index.js";
 import { OBSERVATION_SCHEMA_HEADER } from "../../src/fold/record-decision.js";
 import { scopeKey } from "../../src/fold/scope-key.js";

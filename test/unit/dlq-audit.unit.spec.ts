@@ -4,7 +4,8 @@
  * counters moves when, and only when, its fault is present.
  */
 import { describe, expect, it } from "vitest";
-import { DLQ_HEADERS, type SourceRecord } from "../../src/fold/dead-letter.js";
+import { DLQ_HEADERS } from "../../src/fold/dead-letter.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 import { Prng, simulate } from "../../producers/simulation.js";
 import { canonicalJson, observationToPy } from "../../src/core/index.js";
 import { DLQ_REASONS, decideRecord } from "../../src/fold/record-decision.js";

@@ -8,7 +8,8 @@ import { createRequire } from "node:module";
 import zstd from "@mongodb-js/zstd";
 import type { Admin } from "kafkajs";
 import { describe, expect, it } from "vitest";
-import { DLQ_HEADERS, dlqBudget, dlqMessage, dlqSendGroups, recordBytes, zstdBound, type DlqMessage, type SourceRecord } from "../../src/fold/dead-letter.js";
+import { DLQ_HEADERS, dlqBudget, dlqMessage, dlqSendGroups, recordBytes, zstdBound, type DlqMessage } from "../../src/fold/dead-letter.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 import { dlqLimits } from "../../src/adapters/kafka/topic-limits.js";
 
 const require = createRequire(import.meta.url);

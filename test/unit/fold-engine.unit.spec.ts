@@ -19,7 +19,7 @@ import { emptyIdentityState, foldDelivery } from "../../src/core/identity-state.
 import { computeParts } from "../../src/core/packet-parts.js";
 
 import { sourceRecord } from "../support/source-record.js";
-import type { SourceRecord } from "../../src/fold/dead-letter.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 
 const G = 1;
 const DECISION = { reducerVersion: "memory_utility_reducer_v0", maxValueBytes: 65_536 };

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { routeRecords } from "../../src/fold/batch-router.js";
-import type { SourceRecord } from "../../src/fold/dead-letter.js";
+import type { SourceRecord } from "../../src/fold/source-record.js";
 import { IdentityApplier, type ApplyStats } from "../../src/fold/identity-applier.js";
 import { simulate } from "../../producers/simulation.js";
 import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";

@@ -6,10 +6,9 @@
  * partition, first; and the report page shows each partition's coverage.
  */
 import { describe, expect, it } from "vitest";
-import type { RedisStore } from "../../src/adapters/redis/store.js";
 import { verifyCoverage, type PartitionOffsets } from "../../consumers/verify/coverage.js";
 import type { ReplaySummary } from "../../consumers/replay/replay.js";
-import { coverageFailures, liveBehind, VerifyDetails, verifyGenerations, withFailures } from "../../consumers/verify/verify.js";
+import { coverageFailures, liveBehind, VerifyDetails, verifyGenerations, withFailures, type VerifyStores } from "../../consumers/verify/verify.js";
 import { verifyReportHtml } from "../../consumers/verify/verify-report.js";
 import { byClass, findAll, parseXml, textOf } from "../support/xml.js";
 
@@ -18,13 +17,14 @@ const REBUILT = 4;
 const id = (n: number) => `mur_${String(n).padStart(64, "0")}`;
 const w = (entries: Record<string, string>) => new Map(Object.entries(entries));
 
-function storeDouble(generations: Record<number, Map<string, { meta: Record<string, string>; packet: string }>>): RedisStore {
-  return {
+function storeDouble(generations: Record<number, Map<string, { meta: Record<string, string>; packet: string }>>): VerifyStores {
+  const store = {
     generationFields: async () => new Map<string, string>(),
     listIdentities: async (g: number) => [...generations[g]!.keys()].sort(),
     meta: async (g: number, identity: string) => generations[g]!.get(identity)?.meta ?? {},
     read: async (g: number, identity: string) => generations[g]!.get(identity)?.packet ?? null,
-  } as unknown as RedisStore;
+  };
+  return { identities: store, control: store };
 }
 
 describe("live watermarks behind the rebuilt ones", () => {

@@ -5,7 +5,6 @@
  * the first differing offset and both byte windows escaped.
  */
 import { describe, expect, it } from "vitest";
-import type { RedisStore } from "../../src/adapters/redis/store.js";
 import type { ReplaySummary } from "../../consumers/replay/replay.js";
 import { byteDifference, firstDifference, VerifyDetails, verifyGenerations, type VerifyReport } from "../../consumers/verify/verify.js";
 import { verifyReportHtml } from "../../consumers/verify/verify-report.js";
@@ -27,7 +26,7 @@ function storeDouble(generations: Record<number, Map<string, { meta: Record<stri
       return generations[g]!.get(identity)?.packet ?? null;
     },
   };
-  return { store: store as unknown as RedisStore, reads };
+  return { store: { identities: store, control: store }, reads };
 }
 
 const W = { "w:t:0": "5" };

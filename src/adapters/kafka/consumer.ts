@@ -11,7 +11,7 @@
 import { createRequire } from "node:module";
 import type { Batch, Consumer, EachBatchPayload, Kafka } from "kafkajs";
 import { settingDefault } from "../../config/settings.js";
-import type { SourceRecord } from "../../fold/dead-letter.js";
+import type { SourceRecord } from "../../fold/source-record.js";
 import { undecodableReason } from "./codecs.js";
 import { isBrokerUnreachable } from "./errors.js";
 

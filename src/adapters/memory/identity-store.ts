@@ -20,7 +20,8 @@ import { SKELETON_SEPARATOR } from "../../core/packet-parts.js";
 import { expandTokens } from "../../core/compact-json.js";
 import { opRuns, type PartOp } from "../../fold/delta.js";
 import { PositionContradictedError, StaleVersionError, StateLostError, type IdentityStore, type PositionGuard, type StoredIdentity } from "../../fold/identity-store.js";
-import { META_FIELDS, type IdentityPart } from "../../fold/keys.js";
+import { META_FIELDS, type IdentityPart } from "../../fold/stored-names.js";
+import type { MemoryControlStore } from "./control-store.js";
 
 type Value = { kind: "hash"; fields: Map<string, string> } | { kind: "zset"; members: Set<string> };
 /** One identity's keys, by part; an absent part is an absent key. */
@@ -143,20 +144,9 @@ export class MemoryIdentityStore implements IdentityStore {
   /** `<generation>:<identity>` → its keys (an identity with no key left is dropped). */
   private readonly identities = new Map<string, Keys>();
   private readonly indexes = new Map<number, Set<string>>();
-  /** What the control hash holds for the guard: the live generation and its marks (`<generation>:<topic>:<partition>` → next offset). */
-  private live: number | null = null;
-  private readonly marks = new Map<string, bigint>();
 
-  /** Make `generation` the live one (what mufold_init_v1 or a promote does to the control hash). */
-  setLive(generation: number | null): void {
-    this.live = generation;
-  }
-
-  /** Raise a live generation's mark for `<topic>:<partition>` to `next` (what a seal does). */
-  markFolded(generation: number, partition: string, next: bigint): void {
-    const field = `${generation}:${partition}`;
-    if (next > (this.marks.get(field) ?? 0n)) this.marks.set(field, next);
-  }
+  /** `control`: what the position guard reads, as mufold_apply_v3 reads the control hash (none: an empty one, nothing is live). */
+  constructor(private readonly control?: MemoryControlStore) {}
 
   private keys(generation: number, identity: string): Keys {
     return this.identities.get(`${generation}:${identity}`) ?? new Map();
@@ -171,8 +161,8 @@ export class MemoryIdentityStore implements IdentityStore {
     const runs = opRuns(ops); // ops that do not commute are refused before anything is written, as by the Redis store
     if (guard !== undefined) {
       // mufold_apply_v3's guard, before the version check as there
-      if (this.live !== generation) throw new PositionContradictedError("not_live", generation, guard.partition, guard.from);
-      if (guard.from > (this.marks.get(`${generation}:${guard.partition}`) ?? 0n)) throw new PositionContradictedError("behind", generation, guard.partition, guard.from);
+      const refused = this.control === undefined ? "not_live" : this.control.guardRefusal(generation, guard.partition, guard.from);
+      if (refused !== null) throw new PositionContradictedError(refused, generation, guard.partition, guard.from);
     }
     const key = `${generation}:${identity}`;
     const keys = this.keys(generation, identity);

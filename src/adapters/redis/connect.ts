@@ -15,7 +15,7 @@
  *
  * Every key of one reducer identity shares the hash tag `{mur_…}`, and each
  * `FCALL`/`FCALL_RO` names its ten keys, so ioredis sends the call straight
- * to the master that owns that slot (see `store.ts`). Reads go to masters
+ * to the master that owns that slot (see `function-call.ts`). Reads go to masters
  * (`scaleReads: "master"`): a cluster without replicas serves everything.
  * Start a local one with infra/redis-cluster/start.sh (127.0.0.1:7100-7102).
  *
@@ -31,7 +31,8 @@ import { settingDefault } from "../../config/settings.js";
 const redact = (url: string): string => redactRedisUrl(url);
 import { Cluster, Command, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import { MufoldError } from "../../errors.js";
-import { META_FIELDS, identityKeys } from "../../fold/keys.js";
+import { META_FIELDS } from "../../fold/stored-names.js";
+import { identityKeys } from "./keys.js";
 
 /** A password held out of sight (src/config/settings.ts's Secret), or a plain string. */
 export type PasswordValue = string | { reveal(): string };

@@ -1,57 +1,13 @@
-/** Errors of the Redis functions: their numeric return codes map to errors here and nowhere else. */
+/**
+ * Errors of the Redis functions: their numeric return codes map to errors here and nowhere else. The errors
+ * the engine and the applications tell apart belong to the ports (src/fold/identity-store.ts,
+ * src/fold/control-store.ts); the ones here are Redis's own (setup, permissions, key layout).
+ */
 import { MufoldError } from "../../errors.js";
+import { GenerationMovedError, PauseLostError, PromoteBehindError, TopicOriginError } from "../../fold/control-store.js";
 import { PositionContradictedError, StaleVersionError, StateLostError, type PositionGuard } from "../../fold/identity-store.js";
 
 export { MufoldError };
-
-// The apply errors belong to the IdentityStore port (every store throws them); re-exported
-// here for the callers that import them from the Redis adapter.
-export { PositionContradictedError, StaleVersionError, StateLostError };
-
-/** The generation named is not (or no longer) live, or a rebuild lost its build token (Redis lost the control hash). */
-export class GenerationMovedError extends MufoldError {
-  constructor(
-    readonly generation: number,
-    readonly current: number | null,
-  ) {
-    super(`generation ${generation} is no longer the one written to (now ${current ?? "none"}): Redis lost it or it was replaced`, { retriable: true });
-  }
-}
-
-/**
- * The record at offset 0 of a partition is not the one the generation folded:
- * the topic was deleted and recreated (or truncated and refilled). Folding on
- * would skip the new records as duplicates of the old ones.
- */
-export class TopicOriginError extends MufoldError {
-  constructor(
-    readonly partition: string,
-    readonly generation: number,
-  ) {
-    super(
-      `partition ${partition} starts with a different record than generation ${generation} folded: the topic was deleted and recreated, or truncated. ` +
-        "The projections no longer describe this log. Stop the folds, run `mufold replay --promote` to rebuild from the topic as it is now, then start the folds again",
-      { retriable: false },
-    );
-  }
-}
-
-/** The live fold sealed a partition past the rebuild while it caught up: catch up again before promoting. */
-export class PromoteBehindError extends MufoldError {
-  constructor() {
-    super("the live fold sealed records the rebuild has not read yet; catching up again", { retriable: true });
-  }
-}
-
-/**
- * The pause did not hold: the promote's lease expired or another promote took
- * it (nothing was flipped), or a live seal met a pause (the batch waits).
- */
-export class PauseLostError extends MufoldError {
-  constructor() {
-    super("the fleet pause lease expired or another promote took it; nothing was promoted", { retriable: true });
-  }
-}
 
 /**
  * Redis lacks mufold's function libraries (never set up, or lost them: a

@@ -9,7 +9,7 @@
 import { EXPANSION } from "../../core/compact-json.js";
 import { SKELETON_SEPARATOR } from "../../core/packet-parts.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS } from "../../core/projection-limits.js";
-import { IDENTITY_PARTS, META_FIELDS } from "../../fold/keys.js";
+import { IDENTITY_PARTS, META_FIELDS } from "../../fold/stored-names.js";
 
 /** The line in a .lua file that the header replaces. */
 export const HEADER_MARKER = "-- @mufold:generated-header";
@@ -26,6 +26,8 @@ export function luaString(text: string): string {
 }
 
 export function luaHeader(): string {
+  // The first line still names src/fold/keys.ts (now src/fold/stored-names.ts): the loaded code stays byte for
+  // byte the previous build's, which folds already running compare with theirs.
   const lines = [
     "-- Generated from src/fold/keys.ts, src/core/projection-limits.ts, src/core/packet-parts.ts and",
     "-- src/core/compact-json.ts by src/adapters/redis/lua-header.ts when the library is loaded.",

@@ -1,0 +1,171 @@
+/**
+ * The IdentityStore port on Redis: identity parts per generation, the
+ * version-checked apply (mufold_v1.lua), the one-call readback, the identity
+ * index and the change feed of each generation.
+ *
+ * It works on one node and on a Redis Cluster alike: the ten keys of an
+ * identity share the hash tag `{mur_…}`, so each FCALL/FCALL_RO names keys of
+ * one slot and ioredis sends it to the master owning that slot
+ * (function-call.ts). The index and the change feed are single-key commands,
+ * each routed by its own key.
+ */
+import type { Redis, Cluster } from "ioredis";
+import { opRuns, type PartOp } from "../../fold/delta.js";
+import type { IdentityStore, PositionGuard, StoredIdentity } from "../../fold/identity-store.js";
+import { INDEX_KEY_PATTERN, changesKey, controlKey, generationOfIndexKey, identityKeys, indexKey, partIndex } from "./keys.js";
+import { isCluster } from "./connect.js";
+import { APPLY_FUNCTION, GUARDED_APPLY_FUNCTION, READ_FUNCTION } from "./functions.js";
+import { applyResult } from "./errors.js";
+import { FunctionCaller } from "./function-call.js";
+import { scanKeys } from "./keyspace.js";
+import { WRITE_GROUP, WriteCoalescer } from "./write-coalescing.js";
+
+/** mufold_apply_v2's opcodes (mufold_v1.lua). */
+const OPCODES: Record<PartOp["op"], string> = { HSET: "H", HDEL: "D", ZADD: "Z", ZREM: "R", DEL: "X" };
+
+export interface RedisIdentityStoreOptions {
+  /** Coalesce the loads', applies' and index writes in groups of this many (write-coalescing.ts); one node, not auto-pipelined, only. */
+  writeGroup?: number;
+}
+
+/**
+ * The identity store a writer folds through (the live fold's, a replay build's): its connection is not
+ * auto-pipelined, so its writes leave in groups of WRITE_GROUP.
+ */
+export function writerStore(redis: Redis | Cluster, prefix: string): RedisIdentityStore {
+  return new RedisIdentityStore(redis, prefix, { writeGroup: WRITE_GROUP });
+}
+
+export class RedisIdentityStore implements IdentityStore {
+  private readonly coalescer: WriteCoalescer | null;
+  private readonly functions: FunctionCaller;
+
+  constructor(
+    readonly redis: Redis | Cluster,
+    readonly prefix: string,
+    options: RedisIdentityStoreOptions = {},
+  ) {
+    this.functions = new FunctionCaller(redis);
+    this.coalescer = options.writeGroup === undefined || isCluster(redis) ? null : new WriteCoalescer(redis as Redis, options.writeGroup);
+  }
+
+  keys(generation: number, identity: string): string[] {
+    return identityKeys(this.prefix, generation, identity);
+  }
+
+  async load(generation: number, identity: string): Promise<StoredIdentity> {
+    const keys = this.keys(generation, identity);
+    // Hashes keyed by observation ids are read as flat replies into Maps: an object per identity keyed by
+    // ids would give V8 a new hidden class per id, a leak across 100k identities.
+    this.coalescer?.beforeCommand(); // a cold cache loads a whole wave of identities in one turn
+    const [meta, d, h] = await Promise.all([
+      this.redis.hgetall(keys[partIndex("m")]!),
+      this.redis.call("HGETALL", keys[partIndex("d")]!) as Promise<string[]>,
+      this.redis.call("HGETALL", keys[partIndex("h")]!) as Promise<string[]>,
+    ]);
+    const pairs = (flat: string[]) => {
+      const out = new Map<string, string>();
+      for (let i = 0; i + 1 < flat.length; i += 2) out.set(flat[i]!, flat[i + 1]!);
+      return out;
+    };
+    return { meta, records: pairs(d), history: pairs(h) };
+  }
+
+  /**
+   * Apply writes if the identity is still at `expectedVersion`; returns the new version. With a guard
+   * (mufold_apply_v3), only while the generation is live and its mark for the guard's partition is at or
+   * past the guard's offset, checked in the same call, on one node; a cluster keeps the control hash in
+   * another slot, so there the guard is the fold's check before the batch and the seal after it.
+   */
+  async apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: readonly PartOp[], guard?: PositionGuard): Promise<number> {
+    const guarded = guard !== undefined && !isCluster(this.redis);
+    const args: (string | number)[] = guarded ? [String(generation), guard.partition, guard.from.toString()] : [];
+    args.push(String(expectedVersion), watermarks.size);
+    for (const [field, offset] of watermarks) args.push(field, offset.toString());
+    // mufold_apply_v2: a program of runs (one command each), then only the operands.
+    const at = args.push("") - 1;
+    let program = "";
+    for (const run of opRuns(ops)) {
+      program += `${program === "" ? "" : " "}${OPCODES[run.op]}${partIndex(run.part) + 1}*${run.ops.length}`;
+      if (run.op === "HSET") for (const op of run.ops) args.push(op.field, op.value);
+      else if (run.op !== "DEL") for (const op of run.ops) args.push(op.field);
+    }
+    args[at] = program;
+    const keys = this.keys(generation, identity);
+    if (guarded) keys.push(controlKey(this.prefix)); // the guard reads the control hash
+    this.coalescer?.beforeCommand();
+    const reply = await this.functions.call("FCALL", guarded ? GUARDED_APPLY_FUNCTION : APPLY_FUNCTION, keys, args);
+    return applyResult(identity, reply, guarded ? { generation, guard } : undefined);
+  }
+
+  /** The packet bytes, exactly the reducer's, or null for an unknown identity. */
+  async read(generation: number, identity: string): Promise<string | null> {
+    const reply = await this.functions.call("FCALL_RO", READ_FUNCTION, this.keys(generation, identity), []);
+    return reply === null ? null : String(reply);
+  }
+
+  async meta(generation: number, identity: string): Promise<Record<string, string>> {
+    return this.redis.hgetall(this.keys(generation, identity)[partIndex("m")]!);
+  }
+
+  async addToIndex(generation: number, identities: readonly string[]): Promise<void> {
+    if (identities.length === 0) return;
+    // A replay's build indexes each group of a chunk as its turn comes: dozens of SADDs in one turn.
+    this.coalescer?.beforeCommand();
+    await this.redis.sadd(indexKey(this.prefix, generation), ...identities);
+  }
+
+  async listIdentities(generation: number): Promise<string[]> {
+    const out: string[] = [];
+    let cursor = "0";
+    do {
+      const [next, batch] = await this.redis.sscan(indexKey(this.prefix, generation), cursor, "COUNT", 1000);
+      out.push(...batch);
+      cursor = next;
+    } while (cursor !== "0");
+    return out.sort();
+  }
+
+  /** Generations that have an identity index in Redis (live, rebuilding, or orphaned by a loss). */
+  async indexedGenerations(): Promise<number[]> {
+    const found = await scanKeys(this.redis, INDEX_KEY_PATTERN(this.prefix));
+    return found
+      .map((k) => generationOfIndexKey(this.prefix, k))
+      .filter((g): g is number => g !== null)
+      .sort((a, b) => a - b);
+  }
+
+  /**
+   * Delete every identity of a generation and its index (after a promote has moved past it); returns the keys
+   * removed. Its control fields are the control store's (forgetGeneration), its change feed `dropChanges`.
+   */
+  async dropGeneration(generation: number): Promise<number> {
+    let removed = 0;
+    const ids = await this.listIdentities(generation);
+    for (let i = 0; i < ids.length; i += 200) {
+      // One UNLINK per identity: its ten keys share one slot.
+      const counts = await Promise.all(ids.slice(i, i + 200).map((id) => this.redis.unlink(...this.keys(generation, id))));
+      for (const n of counts) removed += n;
+    }
+    removed += await this.redis.unlink(indexKey(this.prefix, generation));
+    return removed;
+  }
+
+  /** Append entries (field/value lists) to the generation's change feed, trimmed to about `maxLen` (XADD MAXLEN ~). */
+  async appendChanges(generation: number, maxLen: number, entries: readonly (readonly string[])[]): Promise<string[]> {
+    if (entries.length === 0) return [];
+    const key = changesKey(this.prefix, generation);
+    const pipeline = this.redis.pipeline();
+    for (const fields of entries) pipeline.xadd(key, "MAXLEN", "~", maxLen, "*", ...fields);
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([err, id]) => {
+      if (err) throw err;
+      return String(id);
+    });
+  }
+
+  /** Delete a generation's change feed (with dropGeneration, after a promote or a verify-only replay). */
+  async dropChanges(generation: number): Promise<number> {
+    return this.redis.unlink(changesKey(this.prefix, generation));
+  }
+}
