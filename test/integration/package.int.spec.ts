@@ -8,41 +8,47 @@
  * (by scope and by identity, with version and ETag), follows the change feed,
  * and reduces the same observation with `mufold/core`. The packet must be the
  * one this repository's core computes, byte for byte.
+ *
+ * Then the README's worked example (the first ```ts block of README.md that
+ * imports "mufold"), compiled strictly in the same install and run against a
+ * fold worker on a topic and prefix of its own (given by the environment): it
+ * exits 0, prints what the README says it prints (the ```text block after it),
+ * and the packets it left in Redis are those this repository's core computes
+ * from the observations it published.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { settingsEnv } from "../../consumers/fold/fold-process.js";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
-import { identityKeys } from "../../src/fold/keys.js";
+import { identityKeys } from "../../src/adapters/redis/keys.js";
 import { parsePyJson, validateObservation } from "../../src/core/index.js";
-import { dropPrefix, expectedPackets, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
+import { documentedOutput, outputDifference, where, workedExample } from "../support/markdown-blocks.js";
+import { packAndInstall, REPO_ROOT, repoPackage, run, runResult, tsc, writeStrictTsconfig, type PackedInstall } from "../support/packed-install.js";
+import { comparePackets, dropPrefix, expectedPackets, readAllPackets, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
+import { topicValues } from "../support/topic-records.js";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const PACKAGE = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string; devDependencies: Record<string, string> };
+const PACKAGE = repoPackage();
 const work = mkdtempSync(join(tmpdir(), "mufold-package-"));
-const app = join(work, "app");
 const children: ChildProcess[] = [];
 const cleanups: (() => Promise<void>)[] = [];
+let installed: PackedInstall;
+let app: string;
+
+beforeAll(() => {
+  // Pack (npm runs `prepare`: the compile) and install into an empty directory, production dependencies only.
+  installed = packAndInstall(work);
+  app = installed.app;
+}, 600_000);
 
 afterAll(async () => {
   for (const child of children) await stopWorker(child, "SIGKILL");
   for (const cleanup of cleanups.reverse()) await cleanup();
   rmSync(work, { recursive: true, force: true });
 });
-
-/** Run a command to completion; fail with its output unless it exits 0. */
-function run(command: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): string {
-  const result = spawnSync(command, args, { cwd: options.cwd, env: options.env ?? process.env, encoding: "utf8", timeout: options.timeoutMs ?? 240_000, maxBuffer: 64 * 1024 * 1024 });
-  if (result.status !== 0) {
-    throw new Error(`${command} ${args.join(" ")} exited ${String(result.status ?? result.signal)}${result.error ? ` (${result.error.message})` : ""}\n${result.stdout}\n${result.stderr}`);
-  }
-  return result.stdout;
-}
 
 const scope = { agent_id: "agent:reviewer-7", project_id: "project:payments", corpus_id: "corpus:runbooks", surface_id: "surface:issue_fix" };
 const FACTS = {
@@ -110,20 +116,15 @@ if (mode === "never") observation({ ...input, proposal: { ...input.proposal, con
 
 describe("the packed package, installed with production dependencies only", () => {
   it("packs lean, installs without devDependencies, typechecks a strict NodeNext program, and runs bin and API against the live services", async () => {
-    // Pack (npm runs `prepare`: the compile) and look inside.
-    const packed = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", work], { cwd: ROOT, timeoutMs: 300_000 }).replace(/^[^[]*/, "")) as { filename: string; files: { path: string }[] }[];
-    const files = packed[0]!.files.map((f) => f.path);
+    // What the tarball holds.
+    const files = installed.files;
     for (const needed of ["bin/mufold.js", "dist/src/client/index.js", "dist/src/client/index.d.ts", "dist/src/core/index.js", "dist/src/core/index.d.ts", "dist/src/cli/main.js", "dist/src/adapters/redis/functions/mufold_v1.lua"]) {
       expect(files).toContain(needed);
     }
     expect(files.filter((f) => /^(test|bench|src|scripts|consumers|producers|docs)\//.test(f) || f.endsWith(".map") || (f.endsWith(".ts") && !f.endsWith(".d.ts")))).toEqual([]);
 
-    // Install into an empty directory, production dependencies only.
-    mkdirSync(app);
-    writeFileSync(join(app, "package.json"), JSON.stringify({ name: "mufold-package-test", version: "0.0.0", private: true, type: "module" }, null, 2));
-    run("npm", ["install", "--omit=dev", "--no-audit", "--no-fund", join(work, packed[0]!.filename)], { cwd: app, timeoutMs: 300_000 });
     // Every devDependency that the lockfile marks dev-only (no production package needs it) stays out.
-    const lock = JSON.parse(readFileSync(join(ROOT, "package-lock.json"), "utf8")) as { packages: Record<string, { dev?: boolean }> };
+    const lock = JSON.parse(readFileSync(join(REPO_ROOT, "package-lock.json"), "utf8")) as { packages: Record<string, { dev?: boolean }> };
     const devOnly = Object.keys(PACKAGE.devDependencies).filter((name) => lock.packages[`node_modules/${name}`]?.dev === true);
     expect(devOnly).toEqual(expect.arrayContaining(["typescript", "tsx", "vitest"]));
     expect(devOnly.filter((name) => existsSync(join(app, "node_modules", name)))).toEqual([]);
@@ -132,17 +133,8 @@ describe("the packed package, installed with production dependencies only", () =
     // The user's program: strict, NodeNext, this repository's tsc; our declarations are checked too (no skipLibCheck).
     writeFileSync(join(app, "facts.json"), JSON.stringify(FACTS));
     writeFileSync(join(app, "program.ts"), PROGRAM);
-    writeFileSync(
-      join(app, "tsconfig.json"),
-      JSON.stringify({
-        compilerOptions: {
-          target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, noUncheckedIndexedAccess: true, skipLibCheck: false,
-          outDir: "out", rootDir: ".", types: ["node"], typeRoots: [join(ROOT, "node_modules", "@types")],
-        },
-        files: ["program.ts"],
-      }),
-    );
-    run(join(ROOT, "node_modules", ".bin", "tsc"), ["-p", join(app, "tsconfig.json")], { cwd: app });
+    const compiled = tsc(writeStrictTsconfig(app, "tsconfig.json", ["program.ts"], { outDir: "out", compilerOptions: { noUncheckedIndexedAccess: true } }), app);
+    expect(compiled.status, compiled.describe).toBe(0);
 
     // The installed bin.
     const bin = join(app, "node_modules", ".bin", "mufold");
@@ -180,6 +172,46 @@ describe("the packed package, installed with production dependencies only", () =
     expect(read.version).toBe(Number(meta.v));
     expect(read.events[0]).toEqual({ type: "generation", generation: read.generation, previous: null });
     expect(read.events.at(-1)).toMatchObject({ type: "change", generation: read.generation, identity: read.identity, version: read.version, status: "ready", digest: meta.dig, deliveries: 1, repeated: false });
+
+    expect(await stopWorker(worker)).toBe(0);
+  });
+
+  it("the README's worked example compiles strictly against the install, runs against a fold on the live services, and prints what the README says", async () => {
+    const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+    const example = workedExample(readme);
+    writeFileSync(join(app, "readme-example.ts"), example.body);
+    const compiled = tsc(writeStrictTsconfig(app, "tsconfig.readme.json", ["readme-example.ts"], { outDir: "out-readme" }), app);
+    expect(compiled.status, `${where(example)}: the README's example does not compile\n${compiled.describe}`).toBe(0);
+
+    // Its own topic, group and prefix, through the environment (what the example does not set comes from there).
+    const settings = testSettings();
+    cleanups.push(() => dropPrefix(settings));
+    const env = { ...process.env, ...settingsEnv(settings), MUFOLD_LOG_LEVEL: "error" };
+    run(process.execPath, [installed.binScript, "setup"], { cwd: app, env });
+    const worker = spawn(process.execPath, [installed.binScript, "fold"], { cwd: app, env, stdio: ["ignore", "ignore", "inherit"] });
+    children.push(worker);
+
+    // The example waits for its projection itself: no help from here but the fold worker.
+    const ran = runResult(process.execPath, ["out-readme/readme-example.js"], { cwd: app, env, timeoutMs: 180_000 });
+    expect(ran.status, `${where(example)}: the README's example failed\n${ran.describe}`).toBe(0);
+    // It prints what the README shows it prints (the ```text block after it).
+    const prints = documentedOutput(readme, example);
+    const difference = outputDifference(prints.body, ran.stdout);
+    expect(difference, `${where(prints)}: the README's example prints something else than the README shows\n${ran.stdout}`).toBeUndefined();
+
+    // What it published, reduced by this repository's core, is exactly what the fold stored.
+    await waitCaughtUp(settings);
+    const published = (await topicValues(settings)).map((value) => validateObservation(parsePyJson(value.toString("utf8"))));
+    expect(published.length, "the README's example published no observation").toBeGreaterThan(0);
+    const expected = expectedPackets(published);
+    expect(comparePackets(await readAllPackets(settings), expected)).toEqual({ missing: [], extra: [], different: [] });
+    // The README shows a ready projection, and says so in its output.
+    const statuses = [...expected.values()].map((text) => (JSON.parse(text) as { status: string }).status);
+    expect(statuses).toEqual(statuses.map(() => "ready"));
+    expect(prints.body).toMatch(/\bready\b/);
+    // Every id the README's output shows is one the core computes: an identity of those packets, an observation published.
+    const ids = new Set([...expected.keys(), ...published.map((o) => o.observation_id)]);
+    expect((prints.body.match(/\bmu[ro]_[0-9a-f]{64}\b/g) ?? []).filter((id) => !ids.has(id))).toEqual([]);
 
     expect(await stopWorker(worker)).toBe(0);
   });
