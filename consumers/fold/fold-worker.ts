@@ -34,6 +34,20 @@ import { PartitionGuard, partitionField } from "./partition-guard.js";
 import { FoldPositions, type Healing } from "./fold-positions.js";
 import { warmUpEngine } from "./warm-up.js";
 
+/** A fetched batch: where it starts and ends on its partition, and its records by identity key. */
+interface Batch {
+  records: SourceRecord[];
+  from: bigint;
+  next: bigint;
+  waves: ReturnType<typeof keyWaves>;
+}
+
+/** What applying a batch gave: the applier's counts and the records decided to the DLQ. */
+interface Folded {
+  stats: Awaited<ReturnType<IdentityApplier["applyInWaves"]>>;
+  rejected: RoutedBatch["rejected"];
+}
+
 export interface FoldCounters {
   consumed: number;
   applied: number;
@@ -543,153 +557,192 @@ export class FoldWorker {
     }
   }
 
+  /**
+   * One batch: place it at its partition's mark, apply it wave by wave, seal
+   * the mark past it, dead-letter what was rejected; then kafkajs commits. A
+   * batch that does not start at the mark is not folded here: the consumer is
+   * sought to the mark instead.
+   */
   private async foldBatch(records: SourceRecord[], ctx: BatchContext): Promise<void> {
     const endBatch = this.metrics?.batchSeconds.startTimer();
-    const decision = { reducerVersion: this.settings.reducerVersion, maxValueBytes: this.settings.maxValueBytes };
-    const { topic, partition } = ctx;
     if (this.resyncing !== undefined) await this.resyncing.catch(() => undefined); // a join's seeks come first
-    const from = BigInt(ctx.fetchedOffset ?? records[0]?.offset ?? ctx.nextOffset);
-    const next = BigInt(ctx.nextOffset);
-    const guard = { partition: partitionField(topic, partition), from };
-    // Decided wave by wave as they are applied (batch-router.ts, keyWaves): a retry decides again.
-    const waves = keyWaves(records);
-    let rejected: RoutedBatch["rejected"] = [];
-    for (let attempt = 1; ; attempt++) {
+    const batch: Batch = {
+      records,
+      from: BigInt(ctx.fetchedOffset ?? records[0]?.offset ?? ctx.nextOffset),
+      next: BigInt(ctx.nextOffset),
+      waves: keyWaves(records), // decided wave by wave as they are applied (batch-router.ts): a retry decides again
+    };
+    let folded: Folded | undefined;
+    for (let attempt = 1; folded === undefined; attempt++) {
       const generation = await this.awaitWritableGeneration(ctx);
-      let position = this.positions.offset(partition);
-      if (position === undefined) {
-        await this.resync(); // the join's resync failed or has not run: this batch cannot be placed without the mark
-        position = this.positions.offset(partition);
-        if (position === undefined) throw new MufoldError(`partition ${topic}[${partition}] is not assigned to this worker`, { retriable: true });
-      }
       try {
-        // Refuse a partition whose log is not the one this generation folded, before writing anything.
-        await this.guard.check(generation, topic, partition, records, BigInt(ctx.highWatermark), position);
-        if (this.originUnchecked.has(partition)) {
-          if (from === 0n && records.length > 0) {
-            this.originUnchecked.delete(partition); // the guard found the record at offset 0 to be the origin
-          } else if ((await this.partitionOffsets(topic, partition)).low > 0n) {
-            this.originUnchecked.delete(partition);
-            this.log.warn("the partition's log no longer starts at offset 0 (retention): its origin cannot be checked", { topic, partition });
-          } else {
-            this.consumer?.seek(topic, partition, 0n); // (a batch fetched before the join's seek to 0)
-            return;
-          }
-        }
-        if (from !== position) {
-          // The fetch did not start at the mark (the group's offset, a reset by kafkajs): fetch from the mark. What
-          // lies below the mark is folded: the group's offset moves up to it, as progress for lag tools.
-          this.consumer?.seek(topic, partition, position);
-          if (from < position) this.consumer?.commit(topic, partition, position);
-          return;
-        }
-        this.positions.begin(partition);
-        let stats;
-        try {
-          const endApply = this.metrics?.applySeconds.startTimer();
-          rejected = [];
-          stats = await this.applier.applyInWaves(
-            generation,
-            waves,
-            (wave) => {
-              const routed = decideWave(wave, decision);
-              for (const r of routed.rejected) rejected.push(r);
-              return routed.identities;
-            },
-            guard,
-          );
-          endApply?.();
-          // Announced before the commit: a failure here retries the batch, which announces the skipped changes again.
-          await this.feed?.publish(generation, stats.changes);
-          // Last, before the commit: the generation written is still the live one, its mark still where the batch
-          // started (Redis may have been emptied or gone back in time mid-batch); then the mark moves past the batch.
-          await this.guard.seal(generation, topic, partition, next, from);
-        } finally {
-          this.positions.end(partition);
-        }
-        if (this.positions.sealed(partition, next)) this.log.info("partition whole again: refolded up to where it stood", { topic, partition, offset: next.toString() });
-        this.publishPosition();
-        if (generation === this.generation) this.sealedAt = Date.now();
-        this.redisAnswered();
-        this.counters.applied += stats.applied;
-        this.counters.duplicatesSkipped += stats.duplicatesSkipped;
-        this.counters.casRetries += stats.casRetries;
-        this.metrics?.deliveriesApplied.inc(stats.applied);
-        this.metrics?.duplicatesSkipped.inc(stats.duplicatesSkipped);
-        this.metrics?.casRetries.inc(stats.casRetries);
-        this.metrics?.conflictingDeliveries.inc(stats.conflicting);
-        break;
+        if (!(await this.placeBatch(generation, batch, ctx))) return;
+        folded = await this.applyAndSeal(generation, batch, ctx);
       } catch (err) {
-        this.sealedAt = 0; // read the control hash before the next attempt, of this batch or another
-        this.applier.clear(); // whatever landed, the versions and watermarks in Redis tell on reload
-        if (err instanceof PositionContradictedError || err instanceof GenerationMovedError) {
-          // Redis went back in time, lost the generation, or a promote replaced it: go by what it holds now.
-          this.log.warn("the batch does not fit what Redis holds; reading the marks again", { error: errorText(err), generation });
-          this.redisAnswered();
-          await this.resync();
-          if (this.positions.offset(partition) !== from) return; // sought to the mark: this batch is fetched again or skipped
-          continue;
-        }
-        if (err instanceof StateLostError) {
-          // An identity the marks say was folded has no state (keys deleted or evicted): fold the whole log into the
-          // generation again; every other identity skips what it holds by its watermarks.
-          this.log.error("Redis lost an identity that the marks say was folded; the generation is refolded from the log start", { error: errorText(err), generation });
-          this.redisAnswered();
-          await this.control.rewind(generation).catch((error: unknown) => this.log.warn("rewinding the marks failed; the generation moved meanwhile", { error: errorText(error) }));
-          await this.resync();
-          if (this.positions.offset(partition) !== from) return;
-          continue;
-        }
-        if (err instanceof PauseLostError) {
-          // A promote paused the fleet after this batch began: it is not sealed; apply it again after the pause.
-          this.log.info("a promote paused the fold mid-batch; the batch waits", { generation });
-          continue;
-        }
-        // Refusals for good (a key-layout bug, a missing grant, another topic: typed by the adapters) are never retried.
-        if (err instanceof MufoldError && !err.retriable) throw err;
-        // Redis restarting or unreachable: the batch stays uncommitted; try again until the outage tolerance runs out.
-        if (err instanceof FunctionsMissingError) this.waitForSetup(err);
-        else this.outages.failed("redis", err);
-        this.log.warn("apply failed; retrying the batch", { error: errorText(err), attempt });
-        if (!ctx.stillOwned() || this.stopping) throw err;
+        if ((await this.recoverFrom(err, generation, batch, ctx, attempt)) === "elsewhere") return;
+      }
+    }
+    await this.deadLetter(folded.rejected, records, ctx);
+    this.countBatch(records, folded, ctx);
+    endBatch?.();
+  }
+
+  /**
+   * Whether the batch can be folded where it starts: its partition's log is
+   * the one this generation folded, and it starts at the mark. Otherwise the
+   * consumer is sought (to offset 0 for the origin check, or to the mark).
+   */
+  private async placeBatch(generation: number, batch: Batch, ctx: BatchContext): Promise<boolean> {
+    const { topic, partition } = ctx;
+    let position = this.positions.offset(partition);
+    if (position === undefined) {
+      await this.resync(); // the join's resync failed or has not run: this batch cannot be placed without the mark
+      position = this.positions.offset(partition);
+      if (position === undefined) throw new MufoldError(`partition ${topic}[${partition}] is not assigned to this worker`, { retriable: true });
+    }
+    // Refuse a partition whose log is not the one this generation folded, before writing anything.
+    await this.guard.check(generation, topic, partition, batch.records, BigInt(ctx.highWatermark), position);
+    if (this.originUnchecked.has(partition)) {
+      if (batch.from === 0n && batch.records.length > 0) {
+        this.originUnchecked.delete(partition); // the guard found the record at offset 0 to be the origin
+      } else if ((await this.partitionOffsets(topic, partition)).low > 0n) {
+        this.originUnchecked.delete(partition);
+        this.log.warn("the partition's log no longer starts at offset 0 (retention): its origin cannot be checked", { topic, partition });
+      } else {
+        this.consumer?.seek(topic, partition, 0n); // (a batch fetched before the join's seek to 0)
+        return false;
+      }
+    }
+    if (batch.from !== position) {
+      // The fetch did not start at the mark (the group's offset, a reset by kafkajs): fetch from the mark. What
+      // lies below the mark is folded: the group's offset moves up to it, as progress for lag tools.
+      this.consumer?.seek(topic, partition, position);
+      if (batch.from < position) this.consumer?.commit(topic, partition, position);
+      return false;
+    }
+    return true;
+  }
+
+  /** Apply the batch's waves, announce the changes, and seal the mark past the batch. */
+  private async applyAndSeal(generation: number, batch: Batch, ctx: BatchContext): Promise<Folded> {
+    const { topic, partition } = ctx;
+    const decision = { reducerVersion: this.settings.reducerVersion, maxValueBytes: this.settings.maxValueBytes };
+    const rejected: RoutedBatch["rejected"] = [];
+    this.positions.begin(partition);
+    let stats;
+    try {
+      const endApply = this.metrics?.applySeconds.startTimer();
+      const guard = { partition: partitionField(topic, partition), from: batch.from };
+      stats = await this.applier.applyInWaves(
+        generation,
+        batch.waves,
+        (wave) => {
+          const routed = decideWave(wave, decision);
+          for (const r of routed.rejected) rejected.push(r);
+          return routed.identities;
+        },
+        guard,
+      );
+      endApply?.();
+      // Announced before the commit: a failure here retries the batch, which announces the skipped changes again.
+      await this.feed?.publish(generation, stats.changes);
+      // Last, before the commit: the generation written is still the live one, its mark still where the batch
+      // started (Redis may have been emptied or gone back in time mid-batch); then the mark moves past the batch.
+      await this.guard.seal(generation, topic, partition, batch.next, batch.from);
+    } finally {
+      this.positions.end(partition);
+    }
+    if (this.positions.sealed(partition, batch.next)) this.log.info("partition whole again: refolded up to where it stood", { topic, partition, offset: batch.next.toString() });
+    this.publishPosition();
+    if (generation === this.generation) this.sealedAt = Date.now();
+    this.redisAnswered();
+    return { stats, rejected };
+  }
+
+  /**
+   * After a failed attempt: "again" to apply the batch once more, "elsewhere"
+   * when the consumer was sought away from it; throws what is not retried.
+   */
+  private async recoverFrom(err: unknown, generation: number, batch: Batch, ctx: BatchContext, attempt: number): Promise<"again" | "elsewhere"> {
+    this.sealedAt = 0; // read the control hash before the next attempt, of this batch or another
+    this.applier.clear(); // whatever landed, the versions and watermarks in Redis tell on reload
+    const soughtAway = () => (this.positions.offset(ctx.partition) !== batch.from ? "elsewhere" : "again");
+    if (err instanceof PositionContradictedError || err instanceof GenerationMovedError) {
+      // Redis went back in time, lost the generation, or a promote replaced it: go by what it holds now.
+      this.log.warn("the batch does not fit what Redis holds; reading the marks again", { error: errorText(err), generation });
+      this.redisAnswered();
+      await this.resync();
+      return soughtAway();
+    }
+    if (err instanceof StateLostError) {
+      // An identity the marks say was folded has no state (keys deleted or evicted): fold the whole log into the
+      // generation again; every other identity skips what it holds by its watermarks.
+      this.log.error("Redis lost an identity that the marks say was folded; the generation is refolded from the log start", { error: errorText(err), generation });
+      this.redisAnswered();
+      await this.control.rewind(generation).catch((error: unknown) => this.log.warn("rewinding the marks failed; the generation moved meanwhile", { error: errorText(error) }));
+      await this.resync();
+      return soughtAway();
+    }
+    if (err instanceof PauseLostError) {
+      // A promote paused the fleet after this batch began: it is not sealed; apply it again after the pause.
+      this.log.info("a promote paused the fold mid-batch; the batch waits", { generation });
+      return "again";
+    }
+    // Refusals for good (a key-layout bug, a missing grant, another topic: typed by the adapters) are never retried.
+    if (err instanceof MufoldError && !err.retriable) throw err;
+    // Redis restarting or unreachable: the batch stays uncommitted; try again until the outage tolerance runs out.
+    if (err instanceof FunctionsMissingError) this.waitForSetup(err);
+    else this.outages.failed("redis", err);
+    this.log.warn("apply failed; retrying the batch", { error: errorText(err), attempt });
+    if (!ctx.stillOwned() || this.stopping) throw err;
+    await heartbeatOrYield(ctx);
+    await sleep(Math.min(5_000, POLL_MS * attempt));
+    return "again";
+  }
+
+  /** Produce the rejected records to the DLQ (at least once), riding out a broker outage; counted by reason. */
+  private async deadLetter(decided: RoutedBatch["rejected"], records: readonly SourceRecord[], ctx: BatchContext): Promise<void> {
+    if (decided.length === 0) return;
+    const rejected = inBatchOrder(decided, records); // the waves went key by key
+    const messages = dlqSendGroups(rejected.map((r) => dlqMessage(r.record, r.reason, r.detail, this.dlqBudget)), this.dlqBudget);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        for (const group of messages) await this.producer!.send(dlqTopic(this.settings.topic), group); // a retry may resend groups: DLQ delivery is at least once
+        this.outages.recovered("kafka");
+        break;
+      } catch (error) {
+        // The producer already retried; a broker outage can outlast that. The batch stays uncommitted meanwhile.
+        // A record the broker refuses for good (too large, not authorized) is not an outage: give up at once.
+        if (isPermanentKafkaError(error)) throw error;
+        this.outages.failed("kafka", error);
+        if (!ctx.stillOwned() || this.stopping) throw error;
+        this.log.warn("dead-letter produce failed; retrying", { error: errorText(error), attempt });
         await heartbeatOrYield(ctx);
-        await sleep(Math.min(5_000, POLL_MS * attempt));
+        await sleep(Math.min(5_000, 500 * attempt));
       }
     }
-    if (rejected.length > 0) {
-      rejected = inBatchOrder(rejected, records); // the waves went key by key
-      const messages = dlqSendGroups(rejected.map((r) => dlqMessage(r.record, r.reason, r.detail, this.dlqBudget)), this.dlqBudget);
-      for (let attempt = 1; ; attempt++) {
-        try {
-          for (const group of messages) await this.producer!.send(dlqTopic(this.settings.topic), group); // a retry may resend groups: DLQ delivery is at least once
-          this.outages.recovered("kafka");
-          break;
-        } catch (error) {
-          // The producer already retried; a broker outage can outlast that. The batch stays uncommitted meanwhile.
-          // A record the broker refuses for good (too large, not authorized) is not an outage: give up at once.
-          if (isPermanentKafkaError(error)) throw error;
-          this.outages.failed("kafka", error);
-          if (!ctx.stillOwned() || this.stopping) throw error;
-          this.log.warn("dead-letter produce failed; retrying", { error: errorText(error), attempt });
-          await heartbeatOrYield(ctx);
-          await sleep(Math.min(5_000, 500 * attempt));
-        }
-      }
-      for (const r of rejected) {
-        this.counters.dlqByReason[r.reason] = (this.counters.dlqByReason[r.reason] ?? 0) + 1;
-        this.metrics?.deadLetters.inc({ reason: r.reason });
-      }
-      this.counters.deadLettered += rejected.length;
+    for (const r of rejected) {
+      this.counters.dlqByReason[r.reason] = (this.counters.dlqByReason[r.reason] ?? 0) + 1;
+      this.metrics?.deadLetters.inc({ reason: r.reason });
     }
+    this.counters.deadLettered += rejected.length;
+  }
+
+  private countBatch(records: readonly SourceRecord[], { stats }: Folded, ctx: BatchContext): void {
+    this.counters.applied += stats.applied;
+    this.counters.duplicatesSkipped += stats.duplicatesSkipped;
+    this.counters.casRetries += stats.casRetries;
     this.counters.consumed += records.length;
     this.counters.batches++;
-    if (this.metrics) {
-      this.metrics.recordsConsumed.inc(records.length);
-      this.metrics.identitiesCached.set(this.applier.cached);
-      this.metrics.identityCacheBytes.set(this.applier.cachedBytes);
-      this.metrics.consumerLag.set({ topic: ctx.topic, partition: String(ctx.partition) }, Math.max(0, Number(BigInt(ctx.highWatermark) - BigInt(ctx.nextOffset))));
-      endBatch?.();
-    }
+    if (!this.metrics) return;
+    this.metrics.deliveriesApplied.inc(stats.applied);
+    this.metrics.duplicatesSkipped.inc(stats.duplicatesSkipped);
+    this.metrics.casRetries.inc(stats.casRetries);
+    this.metrics.conflictingDeliveries.inc(stats.conflicting);
+    this.metrics.recordsConsumed.inc(records.length);
+    this.metrics.identitiesCached.set(this.applier.cached);
+    this.metrics.identityCacheBytes.set(this.applier.cachedBytes);
+    this.metrics.consumerLag.set({ topic: ctx.topic, partition: String(ctx.partition) }, Math.max(0, Number(BigInt(ctx.highWatermark) - BigInt(ctx.nextOffset))));
   }
 
   /** Leave the group and close connections; an unfinished batch stays uncommitted and is redelivered. */
