@@ -12,7 +12,7 @@
  * entities), so a test can parse it strictly.
  */
 import type { VerifyCoverage } from "./coverage.js";
-import type { ReplaySummary } from "../replay/replay.js";
+import type { ReplaySummary } from "../replay/replay-summary.js";
 import type { ByteDifference, IdentityResult, VerifyDetails, VerifyFailure } from "./verify.js";
 
 export interface VerifyPageInput {

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { verifyCoverage, type PartitionOffsets } from "../../consumers/verify/coverage.js";
-import type { ReplaySummary } from "../../consumers/replay/replay.js";
+import type { ReplaySummary } from "../../consumers/replay/replay-summary.js";
 import { coverageFailures, liveBehind, VerifyDetails, verifyGenerations, withFailures, type VerifyStores } from "../../consumers/verify/verify.js";
 import { verifyReportHtml } from "../../consumers/verify/verify-report.js";
 import { byClass, findAll, parseXml, textOf } from "../support/xml.js";

@@ -5,7 +5,7 @@
  * the first differing offset and both byte windows escaped.
  */
 import { describe, expect, it } from "vitest";
-import type { ReplaySummary } from "../../consumers/replay/replay.js";
+import type { ReplaySummary } from "../../consumers/replay/replay-summary.js";
 import { byteDifference, firstDifference, VerifyDetails, verifyGenerations, type VerifyReport } from "../../consumers/verify/verify.js";
 import { verifyReportHtml } from "../../consumers/verify/verify-report.js";
 import { byClass, findAll, parseXml, textOf, type XmlElement } from "../support/xml.js";
