@@ -17,15 +17,12 @@ export function mufoldBin(): string {
 
 /**
  * V8 flags for every mufold process (bin/mufold.js's shebang, the Dockerfile's
- * ENTRYPOINT and the k8s manifest carry the same list; tests hold them equal),
- * each measured in docs/benchmarks.md:
- * - a 32 MiB young generation (semi-space) cut the fold's CPU per record by ~7%
- *   and its GC share;
+ * ENTRYPOINT and the k8s manifest carry the same list; tests hold them equal):
+ * - a 32 MiB young generation (semi-space): most of a record's garbage dies
+ *   before a scavenge, so less is copied;
  * - no allocation-site pretenuring: V8 otherwise allocates some of the fold's
  *   sites straight into the old generation, a decision that differs from
- *   process to process (in most it promoted ~3.2 KB a record against ~2.2
- *   without). Without it the warm fold took ~10% less CPU per record and
- *   replays ran 5-8% faster.
+ *   process to process and promotes more per record.
  */
 export const WORKER_NODE_FLAGS = ["--max-semi-space-size=32", "--no-allocation-site-pretenuring"];
 

@@ -2,9 +2,8 @@
  * Warms a fold worker's engine before it joins its group: synthetic records
  * (the simulation's) decided, planned and applied into a memory store, no IO.
  * Without it, the engine's code is not optimised yet when the first records
- * arrive: at 2,000 records/s the first second's records waited 224–358 ms
- * against 118–163 with it (docs/benchmarks.md, "latency by send time"; Kafka
- * and Redis clients are not warmed). It leaves behind garbage and V8's
+ * arrive, and the first second's records wait longer (Kafka and Redis clients
+ * are not warmed). It leaves behind garbage and V8's
  * optimised code, which is the point; the engine keeps no caches of its own.
  */
 import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";

@@ -17,9 +17,8 @@
  *
  * The build writes through the live fold's kind of store (writerStore: its
  * writes leave in groups, write-coalescing.ts): written one by one, each apply was a
- * syscall here and a read in Redis. Two replay processes on this 2-core
- * machine, which they saturate, rebuilt 5-7% faster so (docs/benchmarks.md);
- * one process, bound by its main thread, did not move.
+ * syscall here and a read in Redis, which costs most when replay processes
+ * saturate the machine.
  */
 import type { Kafka } from "kafkajs";
 import type { BatchContext } from "../../src/adapters/kafka/consumer.js";

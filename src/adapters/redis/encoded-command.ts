@@ -2,9 +2,8 @@
  * A command written as RESP bytes straight from its arguments into one
  * Buffer, for the fold's applies on one node. ioredis builds the same bytes by
  * concatenating a string per argument, copying the argument list, and the
- * socket then flattens the result: about 3 KB of short-lived strings a record
- * (docs/benchmarks.md). The Buffer lives outside the V8 heap, so the collector
- * neither copies nor marks it.
+ * socket then flattens the result: short-lived strings per record. The Buffer
+ * lives outside the V8 heap, so the collector neither copies nor marks it.
  *
  * Only where ioredis routes by the connection, not by the arguments: a Redis
  * Cluster picks a node from the command's keys, which this command does not

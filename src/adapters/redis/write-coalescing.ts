@@ -9,8 +9,7 @@
  * the whole previous one to be answered. Redis then idles while the worker
  * plans and the worker idles while Redis applies. Without it and without
  * this, ioredis writes each command on its own (one syscall each, and Redis
- * reads them one by one: its CPU a record rose 13-33%, and the latency with
- * it; docs/benchmarks.md).
+ * reads them one by one, at more CPU a record and more latency).
  *
  * Here the socket is corked at a turn's first command and uncorked after
  * every `every` commands and at the end of the turn (setImmediate): commands
