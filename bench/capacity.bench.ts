@@ -27,7 +27,7 @@ import { ensureSetup } from "../src/adapters/redis/functions.js";
 import { RedisControlStore } from "../src/adapters/redis/control-store.js";
 import type { Settings } from "../src/config/settings.js";
 import { indexKey } from "../src/adapters/redis/keys.js";
-import { observationMessage } from "../producers/observation-message.js";
+import { observationRecord } from "../src/client/producer.js";
 import { openSender } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
 import { dropPrefix, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../test/support/pipeline.js";
@@ -44,7 +44,7 @@ const TICK_US = 1e6 / Number(execFileSync("getconf", ["CLK_TCK"]).toString().tri
 function workload(seed: number): OutMessage[] {
   return [...simulate({ agents: 300, observationsPerAgent: Math.ceil(RECORDS / 300), snapshotEvery: 50, duplicateRate: 0.1, conflictRate: 0.01, seed })]
     .slice(0, RECORDS)
-    .map((d) => observationMessage(d.observation));
+    .map((d) => observationRecord(d.observation));
 }
 
 /** A process's CPU (user + system) in µs, from /proc. */

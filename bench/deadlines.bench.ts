@@ -25,7 +25,7 @@ import { ProjectionReader } from "../src/client/readback.js";
 import { runReplay } from "../consumers/replay/replay.js";
 import { ensureSetup } from "../src/adapters/redis/functions.js";
 import { PrivateRedis } from "../test/support/private-redis.js";
-import { observationMessage } from "../producers/observation-message.js";
+import { observationRecord } from "../src/client/producer.js";
 import { produce } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
 import { createKafka } from "../src/adapters/kafka/client.js";
@@ -90,7 +90,7 @@ async function members(settings: Settings): Promise<number> {
 /** A fold, a member that never acknowledges pauses, and a replay --promote caught inside its pause. */
 async function replayInsidePause(settings: Settings, redis: Redis, seed: number) {
   const observations = [...simulate({ agents: 6, observationsPerAgent: 25, scopesPerAgent: 2, snapshotEvery: 10, seed })].map((d) => d.observation);
-  await produce(settings, observations.map(observationMessage));
+  await produce(settings, observations.map(observationRecord));
   const worker = spawnWorker(settings, { MUFOLD_PAUSE_LEASE_SECONDS: String(LEASE_SECONDS) });
   await waitCaughtUp(settings);
   const zombie = await pausedMember(settings, "bench-zombie");
@@ -125,7 +125,7 @@ async function replays(): Promise<void> {
     const killed = Date.now();
     await zombie.disconnect();
     const more = [...simulate({ agents: 3, observationsPerAgent: 10, seed: 203, startTime: "2026-11-20T00:00:00Z" })].map((d) => d.observation);
-    await produce(settings, more.map(observationMessage));
+    await produce(settings, more.map(observationRecord));
     await waitCaughtUp(settings, 60_000);
     rows.push(["replay --promote SIGKILLed inside the pause: folds committing again", `${Date.now() - killed} ms`, `lease ${LEASE_SECONDS} s`]);
     await stopWorker(worker);
@@ -136,8 +136,8 @@ async function replays(): Promise<void> {
   {
     const settings = testSettings({ partitions: 1 });
     const observations = [...simulate({ agents: 2, observationsPerAgent: 10, seed: 204 })].map((d) => d.observation);
-    await produce(settings, observations.map(observationMessage));
-    const records = observations.slice(0, 2).map((o) => ({ key: String(observationMessage(o).key), value: String(observationMessage(o).value), headers: { schema: "memory_utility_observation_v0" } }));
+    await produce(settings, observations.map(observationRecord));
+    const records = observations.slice(0, 2).map((o) => ({ key: String(observationRecord(o).key), value: String(observationRecord(o).value), headers: { schema: "memory_utility_observation_v0" } }));
     await produceRawBatch(settings.brokers, settings.topic, 0, recordBatch({ codec: 3, count: 2, payload: lz4StoredFrame(encodeRecords(records), { corruptChecksum: true }) }));
     const started = Date.now();
     const failed = await runReplay(settings, { verify: false, promote: false, stallSeconds: 3_600 }, quietLog).then(
@@ -157,7 +157,7 @@ async function outageTolerance(): Promise<void> {
   const worker = await FoldWorker.start(settings, quietLog);
   await redis.down();
   const stopped = Date.now();
-  await produce(settings, [...simulate({ agents: 2, observationsPerAgent: 5, seed: 205 })].map((d) => observationMessage(d.observation)));
+  await produce(settings, [...simulate({ agents: 2, observationsPerAgent: 5, seed: 205 })].map((d) => observationRecord(d.observation)));
   const error = (await worker.crashed) as Error;
   rows.push([`fold with Redis down ("${error.message.slice(0, 40)}…")`, `${Date.now() - stopped} ms`, "outage tolerance 3 s"]);
   await worker.stop();

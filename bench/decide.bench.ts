@@ -9,7 +9,7 @@
  *   npx tsx bench/decide.bench.ts [--records N] [--seconds S]
  */
 import { decideRecord, type RecordInput } from "../src/fold/record-decision.js";
-import { observationMessage } from "../producers/observation-message.js";
+import { observationRecord } from "../src/client/producer.js";
 import { simulate } from "../producers/simulation.js";
 
 const arg = (name: string, fallback: number): number => {
@@ -26,7 +26,7 @@ const observations = [...simulate({ agents: 4, observationsPerAgent: Math.ceil(c
 
 function records(value: (canonical: string) => string): RecordInput[] {
   return observations.map((obs) => {
-    const m = observationMessage(obs);
+    const m = observationRecord(obs);
     return { key: Buffer.from(String(m.key)), value: Buffer.from(value(String(m.value))), headers: m.headers };
   });
 }

@@ -16,7 +16,7 @@ import kafkajs from "kafkajs";
 import type { Admin } from "kafkajs";
 import { createKafka } from "../src/adapters/kafka/client.js";
 import type { Settings } from "../src/config/settings.js";
-import { observationMessage } from "../producers/observation-message.js";
+import { observationRecord } from "../src/client/producer.js";
 import { produce } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
 import { comparePackets, dropPrefix, expectedPackets, readAllPackets, spawnWorker, stopWorker, testSettings } from "../test/support/pipeline.js";
@@ -69,13 +69,13 @@ async function failover(env: Record<string, string>, seed: number): Promise<{ dr
       const g = await members(admin, settings);
       return g.state === "Stable" && g.members.size === 2 && g.members.has(aId) && [...g.members.values()].every((p) => p.length > 0) ? g : undefined;
     });
-    await produce(settings, observations.slice(0, 300).map(observationMessage));
+    await produce(settings, observations.slice(0, 300).map(observationRecord));
     const ends1 = await ends(admin, settings);
     await waitFor("first batch committed", async () => ((await caughtUp(admin, settings, ends1)) ? true : undefined));
 
     const t0 = performance.now();
     await stopWorker(a, "SIGKILL");
-    await produce(settings, observations.slice(300).map(observationMessage));
+    await produce(settings, observations.slice(300).map(observationRecord));
     const ends2 = await ends(admin, settings);
     for (const p of both.members.get(aId)!) if (!(ends2.get(p)! > ends1.get(p)!)) throw new Error(`no new records on the killed worker's partition ${p}`);
     let dropped = NaN;

@@ -16,7 +16,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { routeRecords } from "../src/fold/batch-router.js";
 import { IdentityModel } from "../src/fold/identity-model.js";
-import { observationMessage } from "../producers/observation-message.js";
+import { observationRecord } from "../src/client/producer.js";
 import { simulate } from "../producers/simulation.js";
 import { runUnderMufoldFlags } from "./mufold-flags.js";
 
@@ -38,7 +38,7 @@ const heap = (): number => {
 function foldInto(models: Map<string, IdentityModel>, records: number, agents: number, snapshotEvery: number): void {
   const messages = [...simulate({ agents, observationsPerAgent: Math.ceil(records / agents), snapshotEvery, duplicateRate: 0.1, conflictRate: 0.01, seed: 5 })]
     .slice(0, records)
-    .map((d) => observationMessage(d.observation));
+    .map((d) => observationRecord(d.observation));
   const sourced = messages.map((m, i) => ({ topic: "t", partition: 0, offset: String(i), key: Buffer.from(m.key as string), value: Buffer.from(m.value as string), headers: {} }));
   for (let i = 0; i < sourced.length; i += 400) {
     for (const batch of routeRecords(sourced.slice(i, i + 400), { reducerVersion: "memory_utility_reducer_v0", maxValueBytes: 65536 }).identities) {

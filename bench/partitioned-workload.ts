@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import type { SourceRecord } from "../src/fold/source-record.js";
-import { observationMessage } from "../producers/observation-message.js";
+import { observationRecord } from "../src/client/producer.js";
 import { simulate } from "../producers/simulation.js";
 
 export const PARTITIONS = 12;
@@ -15,7 +15,7 @@ export const PARTITIONS = 12;
 export function partitionedWorkload(records: number): SourceRecord[][] {
   const byPartition = Array.from({ length: PARTITIONS }, () => [] as SourceRecord[]);
   for (const d of [...simulate({ agents: 500, observationsPerAgent: Math.ceil(records / 500), snapshotEvery: 50, duplicateRate: 0.1, conflictRate: 0.01, seed: 1 })].slice(0, records)) {
-    const m = observationMessage(d.observation);
+    const m = observationRecord(d.observation);
     const p = createHash("md5").update(m.key as string).digest()[0]! % PARTITIONS;
     byPartition[p]!.push({ topic: "t", partition: p, offset: String(byPartition[p]!.length), key: Buffer.from(m.key as string), value: Buffer.from(m.value as string), headers: {} });
   }

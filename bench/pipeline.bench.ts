@@ -81,7 +81,7 @@ import { FleetPause } from "../consumers/replay/fleet-pause.js";
 import { WORKER_NODE_FLAGS, mufoldBin } from "../consumers/fold/fold-process.js";
 import { FoldWorker } from "../consumers/fold/fold-worker.js";
 import { runReplay } from "../consumers/replay/replay.js";
-import { observationMessage } from "../producers/observation-message.js";
+import { observationRecord } from "../src/client/producer.js";
 import { openSender } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
 import { nodeFlagsInEffect, runUnderMufoldFlags } from "./mufold-flags.js";
@@ -157,7 +157,7 @@ const out = (...cells: (string | number)[]) => {
 
 function workload(records: number, agents: number, snapshotEvery: number, seed: number): OutMessage[] {
   const perAgent = Math.ceil(records / agents);
-  return [...simulate({ agents, observationsPerAgent: perAgent, snapshotEvery, duplicateRate: 0.1, conflictRate: 0.01, seed })].slice(0, records).map((d) => observationMessage(d.observation));
+  return [...simulate({ agents, observationsPerAgent: perAgent, snapshotEvery, duplicateRate: 0.1, conflictRate: 0.01, seed })].slice(0, records).map((d) => observationRecord(d.observation));
 }
 
 async function produceAll(settings: Settings, messages: OutMessage[]): Promise<number> {
@@ -682,7 +682,7 @@ async function produceIdentities(settings: Settings, n: number, seed: number): P
   let produced = 0;
   for (const d of simulate({ agents: n, observationsPerAgent: 1, snapshotEvery: 1, duplicateRate: 0.1, conflictRate: 0.01, seed })) {
     if (produced + chunk.length >= n) break;
-    chunk.push(observationMessage(d.observation));
+    chunk.push(observationRecord(d.observation));
     if (chunk.length === 20_000) {
       await sender.send(chunk);
       produced += chunk.length;

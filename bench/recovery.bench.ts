@@ -38,7 +38,7 @@ import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import { FoldWorker } from "../consumers/fold/fold-worker.js";
-import { observationMessage } from "../producers/observation-message.js";
+import { observationRecord } from "../src/client/producer.js";
 import { produce } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
 import { createKafka } from "../src/adapters/kafka/client.js";
@@ -115,12 +115,12 @@ function observations(records: number, seed: number): Observation[] {
     .map((d) => d.observation);
 }
 
-const keyOf = (o: Observation) => String(observationMessage(o).key);
+const keyOf = (o: Observation) => String(observationRecord(o).key);
 const partitionOf = (key: string) => createHash("md5").update(key).digest()[0]! % PARTITIONS;
 
 function messages(obs: readonly Observation[]) {
   return obs.map((o) => {
-    const m = observationMessage(o);
+    const m = observationRecord(o);
     return { ...m, partition: partitionOf(String(m.key)) };
   });
 }

@@ -10,7 +10,7 @@ import { runReplayWorker } from "../../consumers/replay/replay-worker.js";
 import { VerifyDetails } from "../../consumers/verify/verify.js";
 import { verifyReportHtml } from "../../consumers/verify/verify-report.js";
 import { openSender, prepareMessages, produce } from "../../producers/produce.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../client/producer.js";
 import { simulate, DEFAULT_SIMULATION } from "../../producers/simulation.js";
 import { UsageError } from "./args.js";
 import { commandFlags, stringFlag } from "./command.js";
@@ -79,7 +79,7 @@ export async function runSimulation(
   let retries = 0;
   let conflicts = 0;
   for (const d of simulate(o)) {
-    messages.push(observationMessage(d.observation));
+    messages.push(observationRecord(d.observation));
     if (d.kind === "retry") retries++;
     if (d.kind === "conflict") conflicts++;
   }

@@ -18,7 +18,7 @@ import type { Settings } from "../../src/config/settings.js";
 import { runReplay } from "../../consumers/replay/replay.js";
 import type { SourceRecord } from "../../src/fold/source-record.js";
 import { openSender } from "../../producers/produce.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { simulate } from "../../producers/simulation.js";
 import type { Observation } from "../../src/core/index.js";
 import { Prng } from "../../producers/simulation.js";
@@ -108,7 +108,7 @@ export async function runChaos(settings: Settings, o: ChaosOptions): Promise<Cha
   const generated: Observation[] = [];
   let i = 0;
   for (const d of simulate({ agents: o.agents, observationsPerAgent: o.observationsPerAgent, snapshotEvery: o.snapshotEvery, duplicateRate: 0.1, conflictRate: 0.01, seed: o.seed })) {
-    messages.push(observationMessage(d.observation));
+    messages.push(observationRecord(d.observation));
     generated.push(d.observation);
     report.observations++;
     if (o.hostile && o.hostileEvery && ++i % o.hostileEvery === 0) {

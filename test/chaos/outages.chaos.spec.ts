@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { groupOffsets } from "../../src/adapters/kafka/topics.js";
 import { openSender } from "../../producers/produce.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { simulate } from "../../producers/simulation.js";
 import type { Observation } from "../../src/core/index.js";
 import { REPO_ROOT } from "../support/reference.js";
@@ -44,7 +44,7 @@ describe("outages are ridden out without a restart", () => {
     const observations: Observation[] = [...simulate({ agents: 30, observationsPerAgent: 60, snapshotEvery: 20, duplicateRate: 0.1, conflictRate: 0.02, seed: 5150 })].map(
       (d) => d.observation,
     );
-    const messages = observations.map(observationMessage);
+    const messages = observations.map(observationRecord);
     await ensureSetup(settings);
     const sender = await openSender(settings);
     const thirds = Math.ceil(messages.length / 3);

@@ -19,7 +19,7 @@ import { Redis } from "ioredis";
 import { DLQ_HEADERS, dlqTopic } from "../../src/fold/dead-letter.js";
 import { runReplay } from "../../consumers/replay/replay.js";
 import type { ReplaySummary } from "../../consumers/replay/replay-summary.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { openSender } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
@@ -172,7 +172,7 @@ export async function runWorld(settings: Settings, foreign: ForeignClients, o: W
 
   // The traffic: deliveries in production order, dealt round-robin to the producers, cut into rounds.
   const deliveries = [...simulate({ agents: o.agents, observationsPerAgent: o.observationsPerAgent, snapshotEvery: o.snapshotEvery, duplicateRate: 0.1, conflictRate: 0.02, seed: o.seed })].map((d) => d.observation);
-  const valueOf = (obs: Observation) => String(observationMessage(obs).value);
+  const valueOf = (obs: Observation) => String(observationRecord(obs).value);
   const generated = new Map<string, Observation>(); // what the generator produced as valid, by record value
   for (const obs of deliveries) generated.set(valueOf(obs), obs);
   const slots = Array.from({ length: o.rounds }, () => PRODUCERS.map(() => [] as Observation[]));
@@ -198,7 +198,7 @@ export async function runWorld(settings: Settings, foreign: ForeignClients, o: W
     if (obs.length === 0) return;
     const lines = obs.map(valueOf);
     if (p.kind === "kafkajs") {
-      await sender.send(obs.map(observationMessage));
+      await sender.send(obs.map(observationRecord));
     } else {
       const split = p.kind === "transactional" && round === o.abortRound;
       const thirds = [0, 1, 2, 3].map((k) => Math.floor((k * obs.length) / 3));
@@ -236,7 +236,7 @@ export async function runWorld(settings: Settings, foreign: ForeignClients, o: W
       await Promise.all(PRODUCERS.map((p, i) => sendAs(p, r, slots[r]![i]!)));
       if (r === 1) {
         // Garbage just under the broker's limit, raw and uncompressed, keyed like the valid traffic.
-        const key = String(observationMessage(deliveries[0]!).key);
+        const key = String(observationRecord(deliveries[0]!).key);
         const value = randomBytes(NEAR_LIMIT_BYTES);
         const [meta] = await raw.send({ topic: settings.topic, acks: -1, compression: CompressionTypes.None, messages: [{ key, value, headers: { schema: "memory_utility_observation_v0" } }] });
         nearLimit = { partition: meta!.partition, offset: meta!.baseOffset!, value };

@@ -17,7 +17,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { Redis } from "ioredis";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { runReplay } from "../../consumers/replay/replay.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { RedisAuthError, connectRedis, openRedis, readerClientSettings, redisClientSettings, type RedisClient } from "../../src/adapters/redis/connect.js";
@@ -158,7 +158,7 @@ describe("least-privilege Redis ACL users (infra/redis-acl/roles.acl)", () => {
     const observations = workload(31);
     const expected = expectedPackets(observations);
 
-    await produce(fold, observations.map(observationMessage));
+    await produce(fold, observations.map(observationRecord));
     const worker = await FoldWorker.start(fold, quietLog);
     cleanups.push(() => worker.stop());
     await waitCaughtUp(fold);

@@ -11,7 +11,7 @@ import { changesKey } from "../../src/adapters/redis/keys.js";
 import { PROPOSAL_SCHEMA, changeFeedSettings } from "../../consumers/feed/change-feed.js";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { IdentityApplier } from "../../src/fold/identity-applier.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { canonicalJson, contextOfObservation, observationFingerprint, parsePyJson, reducerIdentity, type Observation, type PyObject } from "../../src/core/index.js";
@@ -48,7 +48,7 @@ async function fold(settings: Settings, observations: Observation[], rounds = 1)
   cleanups.push(() => worker.stop());
   const size = Math.ceil(observations.length / rounds);
   for (let i = 0; i < observations.length; i += size) {
-    await produce(settings, observations.slice(i, i + size).map(observationMessage));
+    await produce(settings, observations.slice(i, i + size).map(observationRecord));
     await waitCaughtUp(settings);
   }
   return worker;

@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { runReplay } from "../../consumers/replay/replay.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
@@ -63,7 +63,7 @@ describe("ProjectionReader: get and subscribe on a real fold", () => {
     const reader = new ProjectionReader(redis, settings.prefix);
     const feed = collect(reader);
 
-    await produce(settings, first.map(observationMessage));
+    await produce(settings, first.map(observationRecord));
     await waitCaughtUp(settings);
     const g1 = await reader.generation();
     const expected1 = expectedPackets(first);
@@ -110,7 +110,7 @@ describe("ProjectionReader: get and subscribe on a real fold", () => {
       { type: "generation", generation: g2, previous: g1 },
     ]);
     const second: Observation[] = all.slice(50);
-    await produce(settings, second.map(observationMessage));
+    await produce(settings, second.map(observationRecord));
     await waitCaughtUp(settings);
     const expected2 = expectedPackets(all);
     const touched = [...expectedPackets(second).keys()];

@@ -15,7 +15,7 @@ import { until } from "../support/wait.js";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { dlqTopic } from "../../src/fold/dead-letter.js";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { simulate } from "../../producers/simulation.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { ReliableProducer } from "../../src/adapters/kafka/producer.js";
@@ -103,9 +103,9 @@ describe("compression codecs", () => {
     // Producer i writes partition i, so the log tells which codec each producer's batches carry.
     const brokers = settings.brokers.join(",");
     for (const [i, p] of producers.entries()) {
-      const lines = parts[i]!.map((o) => String(observationMessage(o).value));
+      const lines = parts[i]!.map((o) => String(observationRecord(o).value));
       if (p.name.startsWith("kcat")) {
-        const input = parts[i]!.map((o) => `${String(observationMessage(o).key)}\t${String(observationMessage(o).value)}\n`).join("");
+        const input = parts[i]!.map((o) => `${String(observationRecord(o).key)}\t${String(observationRecord(o).value)}\n`).join("");
         await run(foreign.kcat, ["-P", "-b", brokers, "-t", settings.topic, "-p", String(i), "-K", "\t", "-z", p.codec, "-X", "acks=all", "-H", `schema=${SCHEMA}`, "-H", "content-type=application/json"], { input });
       } else {
         expect(await confluentBatches(foreign, settings.brokers, settings.topic, { compression: p.codec, partition: i, transactionalId: null, groups: [{ commit: true, lines }] })).toBe(lines.length);
@@ -129,11 +129,11 @@ describe("compression codecs", () => {
     const kafka = createKafka({ brokers: settings.brokers, clientId: "mufold-test-codecs" });
     const producer = await ReliableProducer.connect(kafka);
     cleanups.push(() => producer.disconnect());
-    const onPartition = (obs: Observation[], partition: number) => obs.map((o) => ({ ...observationMessage(o), partition }));
+    const onPartition = (obs: Observation[], partition: number) => obs.map((o) => ({ ...observationRecord(o), partition }));
 
     await producer.send(settings.topic, [...onPartition(before, 0), ...onPartition(p1First, 1), ...onPartition(p2, 2)]);
     // Two well-formed records in a stored LZ4 block whose content checksum is wrong: the broker takes it.
-    const corrupt = lz4StoredFrame(encodeRecords(after.slice(0, 2).map((o) => ({ key: String(observationMessage(o).key), value: String(observationMessage(o).value), headers: { schema: SCHEMA } }))), { corruptChecksum: true });
+    const corrupt = lz4StoredFrame(encodeRecords(after.slice(0, 2).map((o) => ({ key: String(observationRecord(o).key), value: String(observationRecord(o).value), headers: { schema: SCHEMA } }))), { corruptChecksum: true });
     const badOffset = await produceRawBatch(settings.brokers, settings.topic, 0, recordBatch({ codec: CODEC_ID.lz4, count: 2, payload: corrupt }));
     expect(badOffset).toBe(BigInt(before.length));
     await producer.send(settings.topic, onPartition(after, 0));

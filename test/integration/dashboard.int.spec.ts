@@ -10,7 +10,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import type { Settings } from "../../src/config/settings.js";
@@ -126,9 +126,9 @@ beforeAll(async () => {
   settings = testSettings({ partitions: 2 });
   cleanups.push(() => dropPrefix(settings));
   const observations = [...simulate({ agents: 6, observationsPerAgent: 10, duplicateRate: 0.1, conflictRate: 0.05, snapshotEvery: 5, seed: 91 })].map((d) => d.observation);
-  await produce(settings, [...observations.map(observationMessage), { key: null, value: "not json" }]);
+  await produce(settings, [...observations.map(observationRecord), { key: null, value: "not json" }]);
   // An LZ4 batch whose content checksum is wrong (the broker stores it as is) parks partition 1.
-  const good = observationMessage(observations[0]!);
+  const good = observationRecord(observations[0]!);
   const corrupt = lz4StoredFrame(encodeRecords([{ key: String(good.key), value: String(good.value), headers: { schema: "memory_utility_observation_v0" } }]), { corruptChecksum: true });
   await produceRawBatch(settings.brokers, settings.topic, 1, recordBatch({ codec: LZ4, count: 1, payload: corrupt }));
 

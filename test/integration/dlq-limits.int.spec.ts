@@ -14,7 +14,7 @@ import { createKafka } from "../../src/adapters/kafka/client.js";
 import { LOG_CONFIG } from "../../src/adapters/kafka/topics.js";
 import { DLQ_HEADERS, dlqTopic } from "../../src/fold/dead-letter.js";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import type { Settings } from "../../src/config/settings.js";
@@ -134,16 +134,16 @@ describe("dead letters always fit the DLQ topic", () => {
     cleanups.push(() => dropPrefix(settings));
     const good = workload(81);
     const half = Math.floor(good.length / 2);
-    await produce(settings, good.slice(0, half).map(observationMessage)); // creates the topic and its DLQ with the broker defaults
+    await produce(settings, good.slice(0, half).map(observationRecord)); // creates the topic and its DLQ with the broker defaults
     expect(await topicConfig(settings, dlqTopic(settings.topic), "max.message.bytes")).toBe(String(BROKER_LIMIT));
 
     const send = await rawProducer(settings);
-    const key = observationMessage(good[0]!).key as string; // the same partition as valid records, before and after it
+    const key = observationRecord(good[0]!).key as string; // the same partition as valid records, before and after it
     const big = randomBytes(1_048_388); // incompressible; the record batch is 1,048,547 bytes, under 1,048,588
     const bigAt = await send({ key, value: big, headers: { schema: "memory_utility_observation_v0" } });
     // Issue 9: a repeated header (kafkajs writes one header per array element).
     const repeatedAt = await send({ key, value: "{not json", headers: { "x-trace": ["first", "second"], schema: "memory_utility_observation_v0" } });
-    await produce(settings, good.slice(half).map(observationMessage));
+    await produce(settings, good.slice(half).map(observationRecord));
 
     const worker = await startFold(settings);
     await caughtUp(worker, settings);
@@ -235,7 +235,7 @@ describe("dead letters always fit the DLQ topic", () => {
     cleanups.push(() => producer.disconnect());
     await producer.send({ topic: settings.topic, acks: -1, compression: CompressionTypes.None, messages: values.map((value) => ({ key: "pair", value, partition: 0 })) });
     const good = workload(82);
-    await produce(settings, good.map(observationMessage));
+    await produce(settings, good.map(observationRecord));
     await send({ key: "after", value: "not json either", partition: 0 });
 
     const worker = await startFold(settings); // creates the DLQ with the broker's default limit

@@ -4,7 +4,7 @@ import { createKafka } from "../../src/adapters/kafka/client.js";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { runReplay } from "../../consumers/replay/replay.js";
 import { DLQ_HEADERS, dlqTopic } from "../../src/fold/dead-letter.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { canonicalJson, observationToPy, type Observation } from "../../src/core/index.js";
@@ -74,7 +74,7 @@ describe("dead letters and replay", () => {
       { reason: "key_scope_mismatch", key: "agent:other/p/c/s", value: validJson },
       { reason: "schema_header_mismatch", key, value: validJson, headers: { schema: "something_else_v1" } },
     ];
-    await produce(settings, [...good.map(observationMessage), ...bad.map((b) => ({ key: b.key, value: b.value, headers: b.headers }))]);
+    await produce(settings, [...good.map(observationRecord), ...bad.map((b) => ({ key: b.key, value: b.value, headers: b.headers }))]);
     const worker = await startFold(settings);
     await waitCaughtUp(settings);
     expect(worker.counters.deadLettered).toBe(bad.length);
@@ -97,7 +97,7 @@ describe("dead letters and replay", () => {
     const settings = testSettings();
     cleanups.push(() => dropPrefix(settings));
     const observations = workload(32);
-    await produce(settings, [...observations.map(observationMessage), { key: null, value: "garbage" }]);
+    await produce(settings, [...observations.map(observationRecord), { key: null, value: "garbage" }]);
     await startFold(settings);
     await waitCaughtUp(settings);
     const summary = await runReplay(settings, { verify: true, promote: false }, quietLog);
@@ -115,7 +115,7 @@ describe("dead letters and replay", () => {
     const redis = new Redis(settings.redisUrl);
     cleanups.push(() => redis.quit());
     const observations = workload(33);
-    await produce(settings, observations.map(observationMessage));
+    await produce(settings, observations.map(observationRecord));
     const worker = await startFold(settings);
     await waitCaughtUp(settings);
     const before = await readAllPackets(settings);
@@ -125,7 +125,7 @@ describe("dead letters and replay", () => {
     expect(await readAllPackets(settings)).toEqual(before);
     // The live worker resumes on the promoted generation.
     const more = [...simulate({ agents: 3, observationsPerAgent: 10, seed: 34, startTime: "2026-11-20T00:00:00Z" })].map((d) => d.observation);
-    await produce(settings, more.map(observationMessage));
+    await produce(settings, more.map(observationRecord));
     await waitCaughtUp(settings);
     expect(worker.counters.applied).toBeGreaterThan(0);
     expect(comparePackets(await readAllPackets(settings), expectedPackets([...observations, ...more]))).toEqual({ missing: [], extra: [], different: [] });

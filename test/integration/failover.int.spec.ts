@@ -11,7 +11,7 @@ import type { Admin } from "kafkajs";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import type { Settings } from "../../src/config/settings.js";
 import type { Observation } from "../../src/core/index.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { comparePackets, dropPrefix, expectedPackets, readAllPackets, spawnWorker, stopWorker, testSettings } from "../support/pipeline.js";
@@ -82,7 +82,7 @@ describe("failover", () => {
     const bId = [...both.members.keys()].find((id) => id !== aId)!;
     const aParts = both.members.get(aId)!;
 
-    await produce(settings, before.map(observationMessage));
+    await produce(settings, before.map(observationRecord));
     const ends1 = await ends(admin, settings);
     expect([...ends1.values()].filter((n) => n > 0)).toHaveLength(PARTITIONS);
     await waitFor("the group committed the first batch", async () => (caughtUp(await committed(admin, settings), ends1) ? true : undefined));
@@ -90,7 +90,7 @@ describe("failover", () => {
     expect((await groupView(admin, settings)).members).toEqual(both.members);
 
     await stopWorker(a, "SIGKILL");
-    await produce(settings, after.map(observationMessage));
+    await produce(settings, after.map(observationRecord));
     const ends2 = await ends(admin, settings);
     // The killed worker's partitions got new records: only a takeover can fold them.
     for (const p of aParts) expect(ends2.get(p)!, `partition ${p}`).toBeGreaterThan(ends1.get(p)!);

@@ -6,7 +6,7 @@ import type { Admin } from "kafkajs";
 import type { OutMessage } from "../../src/adapters/kafka/producer.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { openSender, produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
@@ -113,7 +113,7 @@ describe("fold on a real broker and a real Redis", () => {
     const settings = testSettings();
     cleanups.push(() => dropPrefix(settings));
     const observations = workload(11);
-    await produce(settings, observations.map(observationMessage));
+    await produce(settings, observations.map(observationRecord));
     await startFold(settings);
     await waitCaughtUp(settings);
     const packets = await readAllPackets(settings);
@@ -125,7 +125,7 @@ describe("fold on a real broker and a real Redis", () => {
     const settings = testSettings();
     cleanups.push(() => dropPrefix(settings));
     const observations = workload(12, 8, 30);
-    await produce(settings, observations.map(observationMessage));
+    await produce(settings, observations.map(observationRecord));
     const first = await startFold(settings);
     await waitCaughtUp(settings);
     await first.stop();
@@ -168,7 +168,7 @@ describe("fold on a real broker and a real Redis", () => {
     cleanups.push(() => dropPrefix(settings));
     const observations = workload(13, 100, 300); // more than the rounds below fold: the backlog never runs dry
     const admin = await groupAdmin(settings);
-    const feed = keepBacklog(settings, admin, observations.map(observationMessage));
+    const feed = keepBacklog(settings, admin, observations.map(observationRecord));
     cleanups.push(() => feed.stop());
     let gone = new Set<string>(); // member ids of killed workers (the group keeps them until their session expires)
     for (let round = 0; round < 3; round++) {
@@ -202,7 +202,7 @@ describe("fold on a real broker and a real Redis", () => {
     cleanups.push(() => dropPrefix(settings));
     const observations = workload(14, 100, 400);
     const admin = await groupAdmin(settings);
-    const feed = keepBacklog(settings, admin, observations.map(observationMessage));
+    const feed = keepBacklog(settings, admin, observations.map(observationRecord));
     cleanups.push(() => feed.stop());
     const a = spawnWorker(settings, SMALL_BATCHES);
     cleanups.push(() => stopWorker(a));
@@ -245,7 +245,7 @@ describe("fold on a real broker and a real Redis", () => {
     const settings = testSettings();
     cleanups.push(() => dropPrefix(settings));
     const observations = workload(15, 4, 50);
-    const messages = observations.map((o, i) => ({ ...observationMessage(o), partition: i % settings.partitions }));
+    const messages = observations.map((o, i) => ({ ...observationRecord(o), partition: i % settings.partitions }));
     await produce(settings, messages);
     await startFold(settings);
     await startFold(settings);
@@ -269,7 +269,7 @@ describe("fold on a real broker and a real Redis", () => {
   it("SIGTERM finishes cleanly: the process exits 0 and leaves the group", async () => {
     const settings = testSettings();
     cleanups.push(() => dropPrefix(settings));
-    await produce(settings, workload(17, 4, 20).map(observationMessage));
+    await produce(settings, workload(17, 4, 20).map(observationRecord));
     const child = spawnWorker(settings);
     await waitCaughtUp(settings);
     expect(await stopWorker(child, "SIGTERM")).toBe(0);
@@ -285,7 +285,7 @@ describe("fold on a real broker and a real Redis", () => {
     const settings = testSettings();
     cleanups.push(() => dropPrefix(settings));
     const observations = workload(18, 10, 40);
-    await produce(settings, [...observations.map(observationMessage), { key: null, value: "not json" }]);
+    await produce(settings, [...observations.map(observationRecord), { key: null, value: "not json" }]);
     const port = await freePort();
     const child = spawnWorker(settings, { MUFOLD_HTTP_PORT: String(port) });
     cleanups.push(() => stopWorker(child));
@@ -328,7 +328,7 @@ describe("fold on a real broker and a real Redis", () => {
     const settings = testSettings();
     cleanups.push(() => dropPrefix(settings));
     const observations = workload(16, 2, 5);
-    await produce(settings, observations.map(observationMessage));
+    await produce(settings, observations.map(observationRecord));
     const worker = await startFold(settings);
     await waitCaughtUp(settings);
     await worker.stop();

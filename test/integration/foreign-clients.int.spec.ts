@@ -13,7 +13,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { dlqTopic } from "../../src/fold/dead-letter.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import type { Settings } from "../../src/config/settings.js";
@@ -81,7 +81,7 @@ describe("foreign clients: confluent-kafka, kcat, redis-py + loopx", () => {
     const probe = testSettings();
     const settings = isolated({ topic: probe.topic, group: probe.group, prefix: probe.prefix, partitions: 6 }, [partitionTopicName(probe.topic)]);
     const observations = workload(21, 10, 24);
-    const messages = observations.map(observationMessage);
+    const messages = observations.map(observationRecord);
 
     // (i) The same keys from both clients, on a 16-partition topic: scope keys of the
     // workload, plus synthetic ones (non-ASCII, long, short) for coverage of the hash.
@@ -151,7 +151,7 @@ describe("foreign clients: confluent-kafka, kcat, redis-py + loopx", () => {
     const fromMufold = `${probe.topic}.from-mufold`;
     const settings = isolated({ topic: probe.topic, group: probe.group, prefix: probe.prefix }, [fromMufold]);
     const observations = workload(22, 8, 24);
-    const messages = observations.map(observationMessage);
+    const messages = observations.map(observationRecord);
     const brokers = settings.brokers.join(",");
 
     // kcat → mufold. Canonical JSON has no raw TAB or newline, and keys are refs.
@@ -196,7 +196,7 @@ describe("foreign clients: confluent-kafka, kcat, redis-py + loopx", () => {
   it("redis-py reads every packet with FCALL_RO and the reference's readback validator accepts each one", async () => {
     const settings = isolated();
     const observations = workload(23, 12, 30);
-    await produce(settings, observations.map(observationMessage));
+    await produce(settings, observations.map(observationRecord));
     await fold(settings);
     const packets = await expectExact(settings, observations);
 

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { canonicalJson, parsePyJson, type Observation, type PyObject } from "../../src/core/index.js";
@@ -50,7 +50,7 @@ beforeAll(async () => {
   cleanups.push(() => dropPrefix(settings));
   observations = [...simulate({ agents: 8, observationsPerAgent: 40, duplicateRate: 0.15, conflictRate: 0.05, snapshotEvery: 10, seed: 21 })].map((d) => d.observation);
   expected = expectedPackets(observations);
-  await produce(settings, observations.map(observationMessage));
+  await produce(settings, observations.map(observationRecord));
   const worker = await FoldWorker.start(settings, quietLog);
   try {
     await waitCaughtUp(settings);

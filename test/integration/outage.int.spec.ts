@@ -8,7 +8,7 @@
 import { until } from "../support/wait.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { ensureSetup } from "../../src/adapters/redis/functions.js";
@@ -33,7 +33,7 @@ describe("outages", () => {
     const settings = testSettings({ partitions: 2, redisUrl: redis.url });
     await ensureSetup(settings);
     const first = workload(111);
-    await produce(settings, first.map(observationMessage));
+    await produce(settings, first.map(observationRecord));
     const worker = await FoldWorker.start(settings, quietLog);
     cleanups.push(() => worker.stop());
     let crashed: unknown;
@@ -42,7 +42,7 @@ describe("outages", () => {
 
     await redis.down();
     const more = workload(112, "2026-11-20T00:00:00Z");
-    await produce(settings, more.map(observationMessage));
+    await produce(settings, more.map(observationRecord));
     await until("the fold to report the Redis outage", () => "redis" in worker.outages.ongoing());
     const downAt = Date.now();
     await until("40 s of outage", () => Date.now() - downAt >= 40_000, 50_000);
@@ -65,7 +65,7 @@ describe("outages", () => {
     const worker = await FoldWorker.start(settings, quietLog);
     cleanups.push(() => worker.stop());
     await redis.down();
-    await produce(settings, workload(113).map(observationMessage));
+    await produce(settings, workload(113).map(observationRecord));
     const error = (await Promise.race([worker.crashed, new Promise((r) => setTimeout(() => r(new Error("still running after 60s")), 60_000))])) as Error;
     expect(error.message).toMatch(/redis unreachable for more than 3s/);
   });

@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Admin } from "kafkajs";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { createKafka, kafkaClientSettings } from "../../src/adapters/kafka/client.js";
@@ -40,7 +40,7 @@ describe("partitions added to the topic", () => {
     const settings = testSettings({ partitions: 2, metadataMaxAgeSeconds: 3 });
     cleanups.push(() => dropPrefix(settings));
     const before = workload(51);
-    await produce(settings, before.map(observationMessage));
+    await produce(settings, before.map(observationRecord));
     const worker = await FoldWorker.start(settings, quietLog);
     cleanups.push(() => worker.stop());
     await waitCaughtUp(settings);
@@ -53,7 +53,7 @@ describe("partitions added to the topic", () => {
       return topic?.partitions.length === 4 && topic.partitions.every((p) => p.leader >= 0);
     });
     const after = workload(52);
-    await produce(settings, after.map(observationMessage));
+    await produce(settings, after.map(observationRecord));
     const ends = new Map((await partitionOffsets(admin, settings.topic)).map((e) => [e.partition, e.high]));
     expect([...ends.keys()].sort()).toEqual([0, 1, 2, 3]);
     expect(ends.get(2)).toBeGreaterThan(0n);

@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { settingsEnv } from "../../consumers/fold/fold-process.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { BIN, dropPrefix, expectedPackets, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
@@ -137,7 +137,7 @@ beforeAll(async () => {
   const observations = [...simulate({ agents: 3, observationsPerAgent: 8, snapshotEvery: 4, duplicateRate: 0.1, conflictRate: 0.1, memories: 4, seed: 41 })].map((d) => d.observation);
   const worker = await FoldWorker.start(settings, quietLog);
   try {
-    await produce(settings, observations.map(observationMessage));
+    await produce(settings, observations.map(observationRecord));
     await waitCaughtUp(settings);
   } finally {
     await worker.stop();

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Cluster } from "ioredis";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { runReplay } from "../../consumers/replay/replay.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { connectRedis, isCluster, masterNodes} from "../../src/adapters/redis/connect.js";
@@ -96,7 +96,7 @@ describe("Redis Cluster (3 masters, no replicas)", () => {
     expect(expected.size).toBeGreaterThan(20);
 
     await ensureSetup(settings); // `mufold setup`: the fold only checks for the libraries
-    await produce(settings, observations.map(observationMessage));
+    await produce(settings, observations.map(observationRecord));
     const worker = await FoldWorker.start(settings, quietLog);
     cleanups.push(() => worker.stop());
     await waitCaughtUp(settings);
@@ -167,7 +167,7 @@ describe("Redis Cluster (3 masters, no replicas)", () => {
 
     // The live worker goes on writing on the promoted generation.
     const more = [...simulate({ agents: 4, observationsPerAgent: 10, seed: 42, startTime: "2026-11-20T00:00:00Z" })].map((d) => d.observation);
-    await produce(settings, more.map(observationMessage));
+    await produce(settings, more.map(observationRecord));
     await waitCaughtUp(settings);
     expect(comparePackets(await readAllClusterPackets(settings), expectedPackets([...observations, ...more]))).toEqual({ missing: [], extra: [], different: [] });
 

@@ -29,7 +29,7 @@ import { marksOfTopic } from "../../consumers/verify/coverage.js";
 import { settingsEnv } from "../../consumers/fold/fold-process.js";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { runReplay } from "../../consumers/replay/replay.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { readTopic } from "../chaos/harness.js";
@@ -88,7 +88,7 @@ class Run {
 
   /** Produce, to `partition` if given (else by key). */
   async send(observations: Observation[], partition?: number): Promise<void> {
-    await produce(this.settings, observations.map((o) => ({ ...observationMessage(o), ...(partition === undefined ? {} : { partition }) })));
+    await produce(this.settings, observations.map((o) => ({ ...observationRecord(o), ...(partition === undefined ? {} : { partition }) })));
     this.produced += observations.length;
   }
 

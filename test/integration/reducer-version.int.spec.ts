@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { runReplay } from "../../consumers/replay/replay.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import type { Observation } from "../../src/core/index.js";
@@ -30,7 +30,7 @@ describe("reducer versions", () => {
     const v1 = { ...v0, reducerVersion: V1 };
     cleanups.push(() => dropPrefix(v0));
     const first = workload(101);
-    await produce(v0, first.map(observationMessage));
+    await produce(v0, first.map(observationRecord));
     const oldWorker = await FoldWorker.start(v0, quietLog);
     cleanups.push(() => oldWorker.stop());
     await waitCaughtUp(v0);
@@ -45,7 +45,7 @@ describe("reducer versions", () => {
     const upgrade = await runReplay(v1, { verify: false, promote: true, dropAfterSeconds: 0, changeReducerVersion: true }, quietLog);
     expect(upgrade.promoted).toBe(true);
     const more = workload(102, "2026-11-20T00:00:00Z");
-    await produce(v0, more.map(observationMessage));
+    await produce(v0, more.map(observationRecord));
     const crash = (await Promise.race([oldWorker.crashed, new Promise((r) => setTimeout(() => r(new Error("no refusal in 60s")), 60_000))])) as Error;
     expect(crash.message).toMatch(/holds reducer_version memory_utility_reducer_v1, this worker is configured for memory_utility_reducer_v0/);
     await oldWorker.stop();

@@ -14,7 +14,7 @@ import { connectRedis } from "../../src/adapters/redis/connect.js";
 import type { SourceRecord } from "../../src/fold/source-record.js";
 import { ShadowBuild } from "../../consumers/replay/replay-build.js";
 import { connectBuildRedis } from "../../consumers/replay/replay-redis.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { simulate } from "../../producers/simulation.js";
 import { comparePackets, dropPrefix, expectedPackets, testSettings } from "../support/pipeline.js";
 import { socketWrites } from "../support/socket-writes.js";
@@ -36,7 +36,7 @@ describe("the replay's build on real Redis", () => {
   it("writes a chunk of 60 identities in few socket writes, and the shadow holds exactly the reducer's packets", async () => {
     const observations = [...simulate({ agents: 60, observationsPerAgent: 3, snapshotEvery: 1000, duplicateRate: 0, seed: 29 })].map((d) => d.observation);
     const records: SourceRecord[] = observations.map((o, i) => {
-      const m = observationMessage(o);
+      const m = observationRecord(o);
       return { topic: settings.topic, partition: 0, offset: String(i), key: Buffer.from(m.key as string), value: Buffer.from(m.value as string), headers: {} };
     });
     const store = writerStore(redis, settings.prefix);

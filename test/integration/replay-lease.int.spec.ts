@@ -13,7 +13,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { runReplay } from "../../consumers/replay/replay.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
@@ -63,7 +63,7 @@ function spawnReplay(settings: Settings, args: string[]): { child: ChildProcess;
 /** A fold, a zombie member, and a replay --promote spawned and caught inside its pause. */
 async function promoteHeldInPause(settings: Settings, redis: Redis) {
   const observations = workload(91);
-  await produce(settings, observations.map(observationMessage));
+  await produce(settings, observations.map(observationRecord));
   const worker = spawnWorker(settings, { MUFOLD_PAUSE_LEASE_SECONDS: String(LEASE_SECONDS) });
   cleanups.push(() => stopWorker(worker));
   await waitCaughtUp(settings);
@@ -90,7 +90,7 @@ describe("replay: leases, signals and deadlines", () => {
     expect(await redis.hget(`${settings.prefix}:control`, "generation")).toBe(liveBefore);
     expect(await redis.hget(`${settings.prefix}:control`, "paused")).toBe("1");
     const more = workload(92, "2026-11-20T00:00:00Z");
-    await produce(settings, more.map(observationMessage));
+    await produce(settings, more.map(observationRecord));
     await waitCaughtUp(settings, 60_000);
     expect(comparePackets(await readAllPackets(settings), expectedPackets([...observations, ...more]))).toEqual({ missing: [], extra: [], different: [] });
     const verify = await runReplay(settings, { verify: true, promote: false }, quietLog);
@@ -116,9 +116,9 @@ describe("replay: leases, signals and deadlines", () => {
     const settings = testSettings({ partitions: 1 });
     cleanups.push(() => dropPrefix(settings));
     const observations = workload(93).slice(0, 20);
-    await produce(settings, observations.map(observationMessage));
+    await produce(settings, observations.map(observationRecord));
     const records = observations.slice(0, 2).map((o) => {
-      const m = observationMessage(o);
+      const m = observationRecord(o);
       return { key: String(m.key), value: String(m.value), headers: { schema: "memory_utility_observation_v0" } };
     });
     await produceRawBatch(settings.brokers, settings.topic, 0, recordBatch({ codec: 3, count: 2, payload: lz4StoredFrame(encodeRecords(records), { corruptChecksum: true }) }));

@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { runReplay } from "../../consumers/replay/replay.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
@@ -48,7 +48,7 @@ function spreadWorkload(seed: number, startTime?: string): { keyed: Observation[
 }
 
 async function produceSpread(settings: Settings, { keyed, split }: { keyed: Observation[]; split: Observation[] }): Promise<void> {
-  await produce(settings, [...keyed.map(observationMessage), ...split.map((o, i) => ({ ...observationMessage(o), partition: i % 2 }))]);
+  await produce(settings, [...keyed.map(observationRecord), ...split.map((o, i) => ({ ...observationRecord(o), partition: i % 2 }))]);
 }
 
 /** Partitions whose watermark an identity holds in a generation (from its meta hash). */
@@ -96,7 +96,7 @@ async function topicHeldOpen(settings: Settings): Promise<void> {
   const producer = createKafka({ brokers: settings.brokers, clientId: "mufold-test-tx" }).producer({ transactionalId: `${settings.group}.tx`, idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const tx = await producer.transaction();
-  await tx.send({ topic: settings.topic, messages: workload(73).slice(0, 3).map((o) => ({ ...observationMessage(o), partition: 0 })) as never });
+  await tx.send({ topic: settings.topic, messages: workload(73).slice(0, 3).map((o) => ({ ...observationRecord(o), partition: 0 })) as never });
   cleanups.push(async () => {
     await tx.abort();
     await producer.disconnect();

@@ -22,7 +22,7 @@ import { Redis } from "ioredis";
 import kafkajs from "kafkajs";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { runReplay } from "../../consumers/replay/replay.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { createKafka, kafkaClientSettings } from "../../src/adapters/kafka/client.js";
@@ -164,7 +164,7 @@ describe("Redis maxmemory-policy and persistence", () => {
     // The fold (the functions loaded, as an admin would have with the override) refuses too: one line, exit 2.
     await ensureSetup(settings);
     const observations = workload(91);
-    await produce(settings, observations.map(observationMessage));
+    await produce(settings, observations.map(observationRecord));
     const fold = await mufold(["fold"], settings);
     expect(fold.code).toBe(2);
     const foldLines = jsonLines(fold.stderr);
@@ -211,7 +211,7 @@ describe("the Redis functions are loaded by mufold setup only", () => {
     const { admin } = await privateRedis([]);
     const settings = testSettings({ redisUrl: `redis://127.0.0.1:${admin.options.port}` });
     const observations = workload(92);
-    await produce(settings, observations.map(observationMessage));
+    await produce(settings, observations.map(observationRecord));
 
     // The fold waits for setup within the outage tolerance (not ready meanwhile), then gives up naming it.
     const impatient = { ...settings, outageToleranceSeconds: 1 };

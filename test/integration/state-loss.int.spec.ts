@@ -11,7 +11,7 @@ import { createKafka } from "../../src/adapters/kafka/client.js";
 import { groupOffsets, LOG_CONFIG } from "../../src/adapters/kafka/topics.js";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { runReplay } from "../../consumers/replay/replay.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import type { Observation } from "../../src/core/index.js";
@@ -89,7 +89,7 @@ describe("Redis lost entirely: the fold rebuilds from the log start by itself", 
     // (with default batches it can fold all 9,000 between two polls of the committed offsets).
     const { settings, redis } = isolated(db, { cacheSize, partitions: 6, partitionFetchMaxBytes: 16_384, partitionsConcurrency: 1 });
     const observations = workload(61, 30, 300); // 9,000 deliveries over ~90 identities
-    await produce(settings, observations.map(observationMessage));
+    await produce(settings, observations.map(observationRecord));
     const worker = await startFold(settings);
     const firstGeneration = Number(await redis.hget(`${settings.prefix}:control`, "generation"));
     // Mid-stream: a third committed, so batches are in flight when Redis loses everything.
@@ -121,7 +121,7 @@ describe("Redis lost entirely: the fold rebuilds from the log start by itself", 
   it("Redis emptied while the fold is idle (default cache): rebuilt without waiting for a record", async () => {
     const { settings, redis } = isolated(7);
     const first = workload(71, 6, 40);
-    await produce(settings, first.map(observationMessage));
+    await produce(settings, first.map(observationRecord));
     const worker = await startFold(settings);
     await waitCaughtUp(settings);
     await redis.flushdb();
@@ -130,7 +130,7 @@ describe("Redis lost entirely: the fold rebuilds from the log start by itself", 
     await until("every partition whole again", () => worker.state === "folding");
     expect(comparePackets(await readAllPackets(settings), expectedPackets(first))).toEqual(exact);
     const more = workload(72, 3, 10, "2026-11-25T00:00:00Z");
-    await produce(settings, more.map(observationMessage));
+    await produce(settings, more.map(observationRecord));
     await waitCaughtUp(settings);
     expect(comparePackets(await readAllPackets(settings), expectedPackets([...first, ...more]))).toEqual(exact);
   });
@@ -141,7 +141,7 @@ describe("Redis lost entirely: the fold rebuilds from the log start by itself", 
     const settings = { ...testSettings({ partitions: 3 }), redisUrl: server.url };
     await ensureSetup(settings);
     const first = workload(91, 4, 30);
-    await produce(settings, first.map(observationMessage));
+    await produce(settings, first.map(observationRecord));
     const worker = await startFold(settings);
     await waitCaughtUp(settings);
     expect(comparePackets(await readAllPackets(settings), expectedPackets(first))).toEqual(exact);
@@ -159,7 +159,7 @@ describe("a topic deleted and recreated under the same name", () => {
   it("the fold refuses it with what to do; verify fails; a promote rebuilds from the new topic", async () => {
     const { settings } = isolated(8, { partitions: 3 });
     const old = workload(81, 5, 30);
-    await produce(settings, old.map(observationMessage));
+    await produce(settings, old.map(observationRecord));
     const worker = await startFold(settings);
     await waitCaughtUp(settings);
     await worker.stop();
@@ -179,7 +179,7 @@ describe("a topic deleted and recreated under the same name", () => {
           .catch(() => false),
     );
     const fresh = workload(82, 5, 30, "2026-11-26T00:00:00Z");
-    await produce(settings, fresh.map(observationMessage));
+    await produce(settings, fresh.map(observationRecord));
 
     const restarted = await FoldWorker.start(settings, quietLog);
     cleanups.push(() => restarted.stop());
@@ -197,7 +197,7 @@ describe("a topic deleted and recreated under the same name", () => {
     expect(promote.promoted).toBe(true);
     await startFold(settings);
     const later = workload(83, 2, 10, "2026-11-27T00:00:00Z");
-    await produce(settings, later.map(observationMessage));
+    await produce(settings, later.map(observationRecord));
     await waitCaughtUp(settings);
     expect(comparePackets(await readAllPackets(settings), expectedPackets([...fresh, ...later]))).toEqual(exact);
   });

@@ -13,7 +13,7 @@ import type { Admin } from "kafkajs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { settingsEnv } from "../../consumers/fold/fold-process.js";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
@@ -110,7 +110,7 @@ describe("mufold status --json", () => {
   });
 
   it("records but nothing folded: rebuilding (no live generation yet), everything lagging", async () => {
-    await produce(settings, first.map(observationMessage));
+    await produce(settings, first.map(observationRecord));
     const end = await ends();
     const s = await status();
     expect(s).toMatchObject({ state: "rebuilding", generation: null, reducer_version: null, paused: false, building: [] });
@@ -129,7 +129,7 @@ describe("mufold status --json", () => {
     expect(s.partitions).toEqual(rows(folded, folded, folded));
     snapshot = await snapshotPrefix(redis, settings.prefix);
 
-    await produce(settings, later.map(observationMessage));
+    await produce(settings, later.map(observationRecord));
     const end = await ends();
     const lagging = await status();
     expect(lagging.state).toBe("ready");

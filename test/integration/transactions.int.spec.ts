@@ -9,7 +9,7 @@
  */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { dlqTopic } from "../../src/fold/dead-letter.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { simulate } from "../../producers/simulation.js";
 import type { Settings } from "../../src/config/settings.js";
 import type { Observation } from "../../src/core/index.js";
@@ -50,7 +50,7 @@ describe("transactions", () => {
     ]);
     const observations = [...simulate({ agents: 6, observationsPerAgent: 35, duplicateRate: 0.15, conflictRate: 0.03, snapshotEvery: 10, seed: 41 })].map((d) => d.observation);
     const [t1, aborted1, t2, aborted2, t3] = slices(observations, 5) as Observation[][];
-    const lines = (obs: Observation[]) => obs.map((o) => String(observationMessage(o).value));
+    const lines = (obs: Observation[]) => obs.map((o) => String(observationRecord(o).value));
     const send = (groups: { commit: boolean; obs: Observation[] }[]) =>
       confluentBatches(foreign, settings.brokers, settings.topic, {
         compression: "lz4",

@@ -22,7 +22,7 @@ import { settingsEnv } from "../../consumers/fold/fold-process.js";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { runReplay } from "../../consumers/replay/replay.js";
 import type { ReplaySummary } from "../../consumers/replay/replay-summary.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import type { Observation } from "../../src/core/index.js";
@@ -116,7 +116,7 @@ describe("replay --verify proves coverage", () => {
   it("complete: verified; records produced but not folded or committed fail only --to-end, named against the log's end", async () => {
     const { settings, admin } = await setup();
     const first = workload(341, 4, 30);
-    await produce(settings, first.map(observationMessage));
+    await produce(settings, first.map(observationRecord));
     await foldAll(settings);
     const folded = await ends(admin, settings.topic);
     expect(comparePackets(await readAllPackets(settings), expectedPackets(first))).toEqual(exact);
@@ -132,7 +132,7 @@ describe("replay --verify proves coverage", () => {
 
     // More records, not folded: the group has not committed them, so the live generation covers what it claims...
     const later = [...workload(341, 4, 40).slice(first.length), ...workload(342, 2, 10, "2026-11-20T00:00:00Z")];
-    await produce(settings, later.map(observationMessage));
+    await produce(settings, later.map(observationRecord));
     const logEnd = await ends(admin, settings.topic);
     const unfolded = [...logEnd].reduce((a, [p, e]) => a + Number(e - folded.get(p)!), 0);
     expect(unfolded).toBe(later.length);
@@ -160,13 +160,13 @@ describe("replay --verify proves coverage", () => {
   it("a running fold: the fleet is paused, the rebuild catches up to the final marks, and nothing is behind", async () => {
     const { settings, admin } = await setup();
     const first = workload(371, 4, 30);
-    await produce(settings, first.map(observationMessage));
+    await produce(settings, first.map(observationRecord));
     const worker = await FoldWorker.start(settings, quietLog);
     cleanups.push(() => worker.stop());
     await waitCaughtUp(settings);
     // Records keep coming while the verify runs: whatever the fold seals before the pause, the rebuild reads too.
     const during = workload(372, 2, 20, "2026-11-24T00:00:00Z");
-    const [summary] = await Promise.all([verify(settings), produce(settings, during.map(observationMessage))]);
+    const [summary] = await Promise.all([verify(settings), produce(settings, during.map(observationRecord))]);
     expect({ verified: summary.verified, failures: summary.verify?.failures, behind: summary.coverage?.behind_log }).toEqual({ verified: true, failures: [], behind: 0 });
     for (const p of summary.coverage!.partitions) expect(p.target).toBe(p.mark);
     await waitCaughtUp(settings);
@@ -178,13 +178,13 @@ describe("replay --verify proves coverage", () => {
   it("Redis gone back in time (a snapshot restored): not verified, behind the group's committed offsets by exactly the records folded since", async () => {
     const { settings, admin, redis } = await setup();
     const first = workload(351, 4, 30);
-    await produce(settings, first.map(observationMessage));
+    await produce(settings, first.map(observationRecord));
     await foldAll(settings);
     const atSnapshot = await ends(admin, settings.topic);
     const snapshot = await snapshotPrefix(redis, settings.prefix);
 
     const later = [...workload(351, 4, 45).slice(first.length), ...workload(352, 2, 10, "2026-11-21T00:00:00Z")];
-    await produce(settings, later.map(observationMessage));
+    await produce(settings, later.map(observationRecord));
     await foldAll(settings);
     const committed = await ends(admin, settings.topic); // the group caught up: committed = end
     expect(comparePackets(await readAllPackets(settings), expectedPackets([...first, ...later]))).toEqual(exact);
@@ -203,12 +203,12 @@ describe("replay --verify proves coverage", () => {
   it("group offsets reset to the end past records the fold never saw: not verified", async () => {
     const { settings, admin } = await setup();
     const first = workload(361, 3, 30);
-    await produce(settings, first.map(observationMessage));
+    await produce(settings, first.map(observationRecord));
     await foldAll(settings);
     const marks = await ends(admin, settings.topic);
 
     const skipped = [...workload(361, 3, 40).slice(first.length), ...workload(362, 2, 8, "2026-11-22T00:00:00Z")];
-    await produce(settings, skipped.map(observationMessage));
+    await produce(settings, skipped.map(observationRecord));
     // The operator moves the stopped group to the end (kafka-consumer-groups --reset-offsets --to-latest resolves the
     // end offsets, as here; kafkajs's resetOffsets would store the symbolic -1): committed offsets move, the marks do not.
     const committed = await ends(admin, settings.topic);

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { settingsEnv } from "../../consumers/fold/fold-process.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
@@ -65,7 +65,7 @@ describe("replay --verify --report", () => {
       async () => rmSync(dir, { recursive: true, force: true }),
     );
     const observations = [...simulate({ agents: 3, observationsPerAgent: 8, duplicateRate: 0, conflictRate: 0, seed: 5 })].map((d) => d.observation);
-    await produce(settings, observations.map(observationMessage));
+    await produce(settings, observations.map(observationRecord));
     const worker = await FoldWorker.start(settings, quietLog);
     await waitCaughtUp(settings);
     await worker.stop();

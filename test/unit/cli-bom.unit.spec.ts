@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { inputText } from "../../src/cli/io.js";
 import { utilityProjectOutput } from "../../src/cli/reward-memory.js";
 import { decideRecord } from "../../src/fold/record-decision.js";
-import { observationMessage } from "../../producers/observation-message.js";
+import { observationRecord } from "../../src/client/producer.js";
 import { simulate } from "../../producers/simulation.js";
 
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
@@ -16,7 +16,7 @@ const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 const PYTHON_BOM_ERROR = "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)";
 const OPTIONS = { reducerVersion: "memory_utility_reducer_v0", maxValueBytes: 65536 };
 
-const message = observationMessage([...simulate({ agents: 1, observationsPerAgent: 1, seed: 3 })][0]!.observation);
+const message = observationRecord([...simulate({ agents: 1, observationsPerAgent: 1, seed: 3 })][0]!.observation);
 const key = Buffer.from(String(message.key), "utf8");
 const value = Buffer.from(String(message.value), "utf8");
 
