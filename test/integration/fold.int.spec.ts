@@ -79,11 +79,12 @@ const logEnd = async (admin: Admin, settings: Settings) => (await admin.fetchTop
  */
 const SMALL_BATCHES = { MUFOLD_PARTITION_FETCH_MAX_BYTES: "16384" };
 
-function keepBacklog(settings: Settings, admin: Admin, messages: OutMessage[]): { stop(): Promise<number> } {
+/** Resolves once the sender is open, so the topic exists: reading its offsets before that races the creation (lost on a busy machine). */
+async function keepBacklog(settings: Settings, admin: Admin, messages: OutMessage[]): Promise<{ stop(): Promise<number> }> {
   let stopped = false;
   let produced = 0;
+  const sender = await openSender(settings);
   const running = (async () => {
-    const sender = await openSender(settings);
     try {
       while (!stopped && produced < messages.length) {
         const backlog = produced - (await committedTotal(admin, settings));
@@ -168,7 +169,7 @@ describe("fold on a real broker and a real Redis", () => {
     cleanups.push(() => dropPrefix(settings));
     const observations = workload(13, 100, 300); // more than the rounds below fold: the backlog never runs dry
     const admin = await groupAdmin(settings);
-    const feed = keepBacklog(settings, admin, observations.map(observationRecord));
+    const feed = await keepBacklog(settings, admin, observations.map(observationRecord));
     cleanups.push(() => feed.stop());
     let gone = new Set<string>(); // member ids of killed workers (the group keeps them until their session expires)
     for (let round = 0; round < 3; round++) {
@@ -202,7 +203,7 @@ describe("fold on a real broker and a real Redis", () => {
     cleanups.push(() => dropPrefix(settings));
     const observations = workload(14, 100, 400);
     const admin = await groupAdmin(settings);
-    const feed = keepBacklog(settings, admin, observations.map(observationRecord));
+    const feed = await keepBacklog(settings, admin, observations.map(observationRecord));
     cleanups.push(() => feed.stop());
     const a = spawnWorker(settings, SMALL_BATCHES);
     cleanups.push(() => stopWorker(a));

@@ -5,6 +5,7 @@
  * CROSSSLOT (nor MOVED/ASK redirection) anywhere.
  */
 import { createHash } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Cluster } from "ioredis";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
@@ -12,7 +13,7 @@ import { runReplay } from "../../consumers/replay/replay.js";
 import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
-import { connectRedis, isCluster, masterNodes} from "../../src/adapters/redis/connect.js";
+import { connectRedis, isCluster, masterNodes } from "../../src/adapters/redis/connect.js";
 import { parseClusterUrl } from "../../src/config/redis-url.js";
 import { FunctionsMissingError } from "../../src/adapters/redis/errors.js";
 import { LIBRARY_NAME, ensureSetup, loadFunctions } from "../../src/adapters/redis/functions.js";
@@ -22,6 +23,7 @@ import { resolveSettings } from "../../src/config/settings.js";
 import { identityKeys } from "../../src/adapters/redis/keys.js";
 import { ProjectionReader } from "../../src/client/readback.js";
 import { comparePackets, expectedPackets, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
+import { until } from "../support/wait.js";
 import {
   connectCluster,
   dropClusterPrefix,
@@ -157,9 +159,12 @@ describe("Redis Cluster (3 masters, no replicas)", () => {
       expect(libs, nodeName(node)).toHaveLength(1);
     }
 
-    // Lose every key of the prefix on every master, then replay --promote restores every packet.
+    // Lose every key of the prefix on every master: the running fold finds no generation and rebuilds one from
+    // the log by itself. (A promote planned against "no generation" would race that rebuild, and be refused.)
     expect(await dropPrefix(client, settings.prefix)).toBeGreaterThan(expected.size * 2);
     expect(await prefixKeys(client, settings.prefix)).toEqual([]);
+    await until("the running fold rebuilt every packet after the loss", async () => isDeepStrictEqual(await readAllClusterPackets(settings).catch(() => null), packets), 120_000, 200);
+    // replay --promote on a cluster: a new generation rebuilt beside the live one, promoted, byte for byte.
     const promoted = await runReplay(settings, { verify: false, promote: true, dropAfterSeconds: 0 }, quietLog);
     expect(promoted.promoted).toBe(true);
     expect(promoted.identities).toBe(expected.size);

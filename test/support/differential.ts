@@ -1,7 +1,8 @@
 /** Knobs and helpers shared by the differential tests. */
+import { depthRuns } from "./depth.js";
 
-/** Streams per run: MUFOLD_DIFF_RUNS, default 2,000 (the CI size). */
-export function diffRuns(fallback = 2000): number {
+/** Streams per run: MUFOLD_DIFF_RUNS, default 2,000 (the CI size; 200 at MUFOLD_TEST_DEPTH=quick, ./depth.ts). */
+export function diffRuns(fallback = depthRuns(2000, 200)): number {
   const v = Number(process.env.MUFOLD_DIFF_RUNS ?? fallback);
   return Number.isInteger(v) && v > 0 ? v : fallback;
 }

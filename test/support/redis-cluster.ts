@@ -33,7 +33,10 @@ export async function stopRedisCluster(): Promise<void> {
  * no function library, as after a crash without persistence.
  */
 export async function restartClusterNode(port: number): Promise<void> {
-  const pidfile = fileURLToPath(new URL(`../../.cache/run/redis-cluster/${port}/redis.pid`, import.meta.url));
+  // The run directory as infra/redis-cluster/common.sh names it: suffixed unless the base port is the default.
+  const base = process.env.MUFOLD_REDIS_CLUSTER_PORT ?? "7100";
+  const run = base === "7100" ? "redis-cluster" : `redis-cluster-${base}`;
+  const pidfile = fileURLToPath(new URL(`../../.cache/run/${run}/${port}/redis.pid`, import.meta.url));
   const pid = Number((await readFile(pidfile, "utf8")).trim());
   process.kill(pid, "SIGKILL");
   for (let i = 0; i < 100; i++) {

@@ -15,6 +15,7 @@ import { computeParts, type PartsView } from "../../src/core/packet-parts.js";
 import { Prng } from "../../producers/simulation.js";
 import { contentDigest, elementsOfParts, subjectElement } from "../support/content-digest.js";
 import type { PyObject } from "../../src/core/pyvalue.js";
+import { depthRuns } from "../support/depth.js";
 
 function comparable(p: PartsView) {
   return {
@@ -281,7 +282,7 @@ describe("a large subject's factor lists (kept from 8 observations on)", () => {
       ),
       // First a known case: in id order 1 - (0.95 × 0.59 × 0.74 × 0.65) rounds to 0.7304, in time order (reversed) to
       // 0.730399, and four more observations multiply by 1; so the check fails, and its lists are compared, every run.
-      { numRuns: 3000, examples: [[[0.05, 0.41, 0.26, 0.35, 0, 0, 0, 0].map((c, i) => ({ c, basis: "deterministic_effect", label: "helpful", t: 100 - i, arrives: i, again: 0 }))]] },
+      { numRuns: depthRuns(3000), examples: [[[0.05, 0.41, 0.26, 0.35, 0, 0, 0, 0].map((c, i) => ({ c, basis: "deterministic_effect", label: "helpful", t: 100 - i, arrives: i, again: 0 }))]] },
     );
     // The runs met a subject whose readback check fails (an order-dependent rounding), so the check's lists were compared too.
     expect(sawFailure).toBe(true);
