@@ -33,6 +33,15 @@ export interface Reposition {
   back: boolean;
 }
 
+/** What the group's committed offset of a partition asks for, against its mark. */
+export type CommittedAction =
+  /** Folded, yet the group has no offset (a new group, a recreated topic): fetch from 0 once, for the origin check. */
+  | { partition: number; kind: "check_origin" }
+  /** Committed past the mark: the partition must be refolded up to `committed` (its target is raised). */
+  | { partition: number; kind: "refold_to"; committed: bigint; mark: bigint }
+  /** Folded further than committed (a crash before the commit, an offset reset): commit the mark, as progress. */
+  | { partition: number; kind: "commit_mark"; committed: bigint; mark: bigint };
+
 export class FoldPositions {
   private readonly parts = new Map<number, PartitionPosition>();
 
@@ -107,6 +116,29 @@ export class FoldPositions {
     const s = this.parts.get(partition);
     if (s === undefined || (s.offset !== undefined && s.offset >= offset)) return;
     if (s.target === undefined || s.target.offset < offset) s.target = { offset, why };
+  }
+
+  /**
+   * After a join: the group's committed offsets (`committed`: partition → offset, negative for none) are
+   * progress, the marks are what is folded. Raises the targets of partitions committed past their marks
+   * (`why`) and returns what each partition that differs asks for; a partition not read yet is left alone.
+   */
+  compareCommitted(committed: ReadonlyMap<number, bigint>, why: Healing): CommittedAction[] {
+    const out: CommittedAction[] = [];
+    for (const partition of this.partitions()) {
+      const c = committed.get(partition);
+      const mark = this.offset(partition);
+      if (c === undefined || mark === undefined || c === mark) continue;
+      if (c < 0n) {
+        if (mark > 0n) out.push({ partition, kind: "check_origin" });
+      } else if (c > mark) {
+        this.raise(partition, c, why);
+        out.push({ partition, kind: "refold_to", committed: c, mark });
+      } else {
+        out.push({ partition, kind: "commit_mark", committed: c, mark });
+      }
+    }
+    return out;
   }
 
   /** Partitions still healing: how many records each must refold (target − position), and why. */

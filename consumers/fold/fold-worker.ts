@@ -468,27 +468,18 @@ export class FoldWorker {
       await admin.disconnect();
     }
     const away: string[] = [];
-    for (const p of this.positions.partitions()) {
-      const c = committed.get(p);
-      const at = this.positions.offset(p);
-      if (c === undefined || at === undefined || c === at) continue;
-      if (c < 0n) {
-        // Folded, yet the group has no offset: a new group, or the topic was deleted and recreated (its offsets
-        // went with it). The first batch must come from offset 0, where the guard compares the record with the
-        // generation's origin, before the partition goes on from its mark.
-        if (at > 0n) {
-          this.originUnchecked.add(p);
-          this.consumer?.seek(this.settings.topic, p, 0n);
-        }
+    for (const a of this.positions.compareCommitted(committed, why)) {
+      const { topic } = this.settings;
+      if (a.kind === "check_origin") {
+        // The first batch must come from offset 0, where the guard compares the record with the generation's
+        // origin, before the partition goes on from its mark.
+        this.originUnchecked.add(a.partition);
+        this.consumer?.seek(topic, a.partition, 0n);
         continue;
       }
-      away.push(`${this.settings.topic}[${p}] committed ${c}, mark ${at}`);
-      if (c > at) {
-        this.positions.raise(p, c, why);
-        this.consumer?.holdCommitsAt(this.settings.topic, p, c);
-      } else {
-        this.consumer?.commit(this.settings.topic, p, at); // folded further than committed (a crash before the commit, a reset): progress
-      }
+      away.push(`${topic}[${a.partition}] committed ${a.committed}, mark ${a.mark}`);
+      if (a.kind === "refold_to") this.consumer?.holdCommitsAt(topic, a.partition, a.committed);
+      else this.consumer?.commit(topic, a.partition, a.mark);
     }
     if (away.length > 0) {
       this.log.warn("the group's committed offsets differ from the marks in Redis; the fold goes by the marks (what Redis holds is what is folded: an operator's offset reset changes nothing, a Redis that went back in time is refolded)", { partitions: away });

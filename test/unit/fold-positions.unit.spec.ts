@@ -86,4 +86,25 @@ describe("FoldPositions", () => {
     expect(positions.offset(2)).toBeUndefined();
     expect(positions.offset(0)).toBeUndefined();
   });
+
+  it("given committed offsets after a join: past a mark refolds to it, below commits the mark, none checks the origin", () => {
+    const positions = folded([[0, 10n], [1, 20n], [2, 30n], [3, 0n], [4, 5n]]);
+    positions.assign([0, 1, 2, 3, 4, 5]); // partition 5 not read yet: left alone
+    const committed = new Map([[0, 10n], [1, 25n], [2, 12n], [3, -1n], [4, -1n], [5, 99n]]);
+    expect(positions.compareCommitted(committed, "behind_log")).toEqual([
+      { partition: 1, kind: "refold_to", committed: 25n, mark: 20n },
+      { partition: 2, kind: "commit_mark", committed: 12n, mark: 30n },
+      { partition: 4, kind: "check_origin" },
+    ]);
+    // Only the partition committed past its mark heals; the others are whole.
+    expect(positions.healing()).toEqual([{ partition: 1, records: 5n, why: "behind_log" }]);
+    expect(positions.sealed(1, 25n)).toBe(true);
+    expect(positions.healing()).toEqual([]);
+  });
+
+  it("when a rebuild meets committed offsets, the partitions refold as a rebuild", () => {
+    const positions = folded([[0, 0n], [1, 0n]]);
+    expect(positions.compareCommitted(new Map([[0, 40n], [1, 0n]]), "rebuilding")).toEqual([{ partition: 0, kind: "refold_to", committed: 40n, mark: 0n }]);
+    expect(positions.healing()).toEqual([{ partition: 0, records: 40n, why: "rebuilding" }]);
+  });
 });
