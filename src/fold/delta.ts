@@ -1,14 +1,15 @@
 /** The writes that turn one stored PartsView into the next: only what changed. */
-import { IDENTITY_PARTS, META_FIELDS, type IdentityPart } from "./stored-names.js";
+import { META_FIELDS, STORED_PARTS, type IdentityPart, type StoredPart } from "./stored-names.js";
 import type { PartsChanges } from "../core/identity-parts.js";
 import type { PartsView } from "../core/packet-parts.js";
 import { MAX_PROJECTION_HISTORY } from "../core/projection-limits.js";
 
-export type OpCode = "HSET" | "HDEL" | "ZADD" | "ZREM" | "DEL";
+/** RPUSH appends to the offset index (part `x`) only. */
+export type OpCode = "HSET" | "HDEL" | "ZADD" | "ZREM" | "DEL" | "RPUSH";
 
 export interface PartOp {
   op: OpCode;
-  part: IdentityPart;
+  part: StoredPart;
   field: string;
   value: string;
 }
@@ -85,14 +86,14 @@ export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChan
 /** Ops of one opcode on one part, applied as one command (mufold_apply_v2). */
 export interface OpRun {
   op: OpCode;
-  part: IdentityPart;
+  part: StoredPart;
   ops: PartOp[];
 }
 
 /** Ops per run at most: a run's operands go through Lua's `unpack`, which is bounded by its stack (~8,000). */
 export const MAX_RUN = 1000;
 
-const OP_CODES: readonly OpCode[] = ["HSET", "HDEL", "ZADD", "ZREM", "DEL"];
+const OP_CODES: readonly OpCode[] = ["HSET", "HDEL", "ZADD", "ZREM", "DEL", "RPUSH"];
 
 /**
  * The ops of one apply as runs of one opcode on one part, in the order each
@@ -104,8 +105,8 @@ const OP_CODES: readonly OpCode[] = ["HSET", "HDEL", "ZADD", "ZREM", "DEL"];
 export function opRuns(ops: readonly PartOp[]): OpRun[] {
   const runs: OpRun[] = [];
   const open = new Map<number, OpRun>();
-  const fields = new Map<IdentityPart, Set<string>>();
-  const deleted = new Set<IdentityPart>();
+  const fields = new Map<StoredPart, Set<string>>();
+  const deleted = new Set<StoredPart>();
   for (const op of ops) {
     if (op.op === "DEL" ? fields.has(op.part) || deleted.has(op.part) : deleted.has(op.part)) throw new Error(`two ops of one apply do not commute: ${op.op} on part ${op.part}, which the apply also deletes or writes`);
     if (op.op === "DEL") deleted.add(op.part);
@@ -115,7 +116,7 @@ export function opRuns(ops: readonly PartOp[]): OpRun[] {
       if (seen.has(op.field)) throw new Error(`two ops of one apply write field ${JSON.stringify(op.field)} of part ${op.part}`);
       seen.add(op.field);
     }
-    const slot = OP_CODES.indexOf(op.op) * IDENTITY_PARTS.length + IDENTITY_PARTS.indexOf(op.part);
+    const slot = OP_CODES.indexOf(op.op) * STORED_PARTS.length + STORED_PARTS.indexOf(op.part);
     let run = open.get(slot);
     if (run === undefined || run.ops.length >= MAX_RUN) {
       runs.push((run = { op: op.op, part: op.part, ops: [] }));

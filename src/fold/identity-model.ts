@@ -17,14 +17,16 @@
 import { canonicalJson } from "../core/canonical-json.js";
 import { compactKey } from "../core/compact-json.js";
 import type { ReducerContext } from "../core/identity.js";
-import type { IdentityState } from "../core/identity-state.js";
+import { versionOf, type IdentityState } from "../core/identity-state.js";
+import { compareOrder } from "../core/ordering.js";
 import { IdentityParts, type PartsChanges } from "../core/identity-parts.js";
 import type { Observation } from "../core/observation.js";
 import { MAX_PROJECTION_OBSERVATIONS } from "../core/projection-limits.js";
 import { decodeStoredState, storedRecord } from "./delivery-record.js";
 import { opsForChanges, type PartOp, type Scalars } from "./delta.js";
 import type { PartsView } from "../core/packet-parts.js";
-import { META_FIELDS, WATERMARK_PREFIX, watermarkField } from "./stored-names.js";
+import { META_FIELDS, OFFSET_INDEX_PART, WATERMARK_PREFIX, watermarkField } from "./stored-names.js";
+import { IndexRefs, MAX_INDEX_ENTRIES, indexEntry, sealedEntry } from "./offset-index.js";
 
 export interface Delivery {
   observation: Observation;
@@ -127,6 +129,8 @@ export class IdentityModel {
   /** Loaded from Redis with a change note: the stored version may not have been announced. */
   private unannounced = false;
   private readonly inc: IdentityParts;
+  /** The offset index's refs of the payloads known (offset-index.ts), made at the first plan that needs them. */
+  private refs: IndexRefs | null = null;
 
   constructor(
     readonly identity: string,
@@ -200,6 +204,7 @@ export class IdentityModel {
     let applied = 0;
     let skipped = 0;
     let conflicting = 0;
+    const entries: string[] = [];
     for (const d of deliveries) {
       const field = watermarkField(d.topic, d.partition);
       const seen = watermarks.get(field) ?? this.watermarks.get(field) ?? -1n;
@@ -209,6 +214,8 @@ export class IdentityModel {
       }
       watermarks.set(field, d.offset);
       applied++;
+      const entry = this.indexEntry(d);
+      if (entry !== null) entries.push(entry);
       const kind = this.inc.fold(d.observation, d.fingerprint);
       if (kind === "conflict") conflicting++;
       if (kind !== "sealed") touched.add(d.observation.observation_id);
@@ -226,6 +233,7 @@ export class IdentityModel {
         if (record !== null) ops.push({ op: "HSET", part: "d", field: id, value: record });
       }
     }
+    for (const entry of entries) ops.push({ op: "RPUSH", part: OFFSET_INDEX_PART, field: entry, value: "" });
     if (this.version === 0) ops.push({ op: "HSET", part: "m", field: "ctx", value: canonicalJson({ ...this.context, scope: { ...this.context.scope } }) });
     let change: ChangeNote | null = null;
     if (feed) {
@@ -241,6 +249,19 @@ export class IdentityModel {
     }
     for (const [field, offset] of watermarks) this.watermarks.set(field, offset);
     return { ops, watermarks, applied, skipped, conflicting, nextParts: parts, changes, change, reannounce };
+  }
+
+  /** The offset index entry of a delivery about to be folded; null past the index's bound (offset-index.ts). */
+  private indexEntry(d: Delivery): string | null {
+    const ordinal = this.inc.state.deliveries + 1;
+    if (ordinal > MAX_INDEX_ENTRIES) return null;
+    if (ordinal === MAX_INDEX_ENTRIES) return sealedEntry(d);
+    const refs = (this.refs ??= IndexRefs.of(this.inc.state.byId));
+    const versions = this.inc.state.byId.get(d.observation.observation_id);
+    const prior = versions === undefined ? undefined : versionOf(versions, d.fingerprint)?.representative;
+    if (prior === undefined) refs.add(d.fingerprint);
+    const earlier = prior !== undefined && d.observation.created_at !== prior.created_at && compareOrder(d.observation, prior) < 0;
+    return indexEntry(d, refs.ref(d.fingerprint), d.observation, prior, earlier);
   }
 
   /** Record a successful apply (the parts were updated by plan); the fragments it wrote are the store's now. */

@@ -12,6 +12,15 @@
 export const IDENTITY_PARTS = ["m", "d", "s", "si", "h", "hi", "hl", "c", "ci", "p"] as const;
 export type IdentityPart = (typeof IDENTITY_PARTS)[number];
 
+/**
+ * The offset index (offset-index.ts): a list beside the ten parts, written by mufold_apply_v4 only. Not one of
+ * IDENTITY_PARTS, whose order the earlier functions take their keys in; it is the eleventh key of v4.
+ */
+export const OFFSET_INDEX_PART = "x";
+/** Every part an apply writes: the ten, then the offset index. */
+export const STORED_PARTS = [...IDENTITY_PARTS, OFFSET_INDEX_PART] as const;
+export type StoredPart = (typeof STORED_PARTS)[number];
+
 /** Fields of an identity's meta hash (part `m`). */
 export const META_FIELDS = {
   /** The identity's version: every apply checks and bumps it. */

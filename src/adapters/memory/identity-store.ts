@@ -20,12 +20,13 @@ import { SKELETON_SEPARATOR } from "../../core/packet-parts.js";
 import { expandTokens } from "../../core/compact-json.js";
 import { opRuns, type PartOp } from "../../fold/delta.js";
 import { PositionContradictedError, StaleVersionError, StateLostError, type IdentityStore, type PositionGuard, type StoredIdentity } from "../../fold/identity-store.js";
-import { META_FIELDS, type IdentityPart } from "../../fold/stored-names.js";
+import { META_FIELDS, type StoredPart } from "../../fold/stored-names.js";
 import type { MemoryControlStore } from "./control-store.js";
 
-type Value = { kind: "hash"; fields: Map<string, string> } | { kind: "zset"; members: Set<string> };
-/** One identity's keys, by part; an absent part is an absent key. */
-type Keys = Map<IdentityPart, Value>;
+type Value = { kind: "hash"; fields: Map<string, string> } | { kind: "zset"; members: Set<string> } | { kind: "list"; items: string[] };
+/** One identity's keys, by part (the ten and the offset index); an absent part is an absent key. */
+type Keys = Map<StoredPart, Value>;
+type IdentityPart = StoredPart;
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
@@ -73,6 +74,20 @@ function zrem(keys: Keys, part: IdentityPart, member: string): void {
   if (members?.delete(stored(member)) && members.size === 0) keys.delete(part);
 }
 
+function rpush(keys: Keys, part: IdentityPart, item: string): void {
+  const value = keys.get(part);
+  if (value !== undefined && value.kind !== "list") throw wrongType();
+  if (value === undefined) keys.set(part, { kind: "list", items: [stored(item)] });
+  else value.items.push(stored(item));
+}
+
+/** LRANGE key 0 -1. */
+function lrange(keys: Keys, part: IdentityPart): string[] {
+  const value = keys.get(part);
+  if (value !== undefined && value.kind !== "list") throw wrongType();
+  return value === undefined ? [] : [...value.items];
+}
+
 /** ZRANGE key 0 -1 over score-0 members. */
 function zrange(keys: Keys, part: IdentityPart): string[] {
   return [...(zsetOf(keys, part) ?? [])].sort(compareBytes);
@@ -91,6 +106,8 @@ function runOp(keys: Keys, op: PartOp): void {
     case "DEL":
       keys.delete(op.part);
       return;
+    case "RPUSH":
+      return rpush(keys, op.part, op.field);
     default:
       throw new Error(`unknown op ${String((op as PartOp).op)}`);
   }
@@ -181,6 +198,12 @@ export class MemoryIdentityStore implements IdentityStore {
       if (keys.size === 0) this.identities.delete(key);
     }
     return version;
+  }
+
+  /** What mufold_as_of_v1 returns: the meta hash, `d`, `h` and the offset index. */
+  async loadHistory(generation: number, identity: string): Promise<StoredIdentity & { index: string[] }> {
+    const keys = this.keys(generation, identity);
+    return { ...(await this.load(generation, identity)), index: lrange(keys, "x") };
   }
 
   async addToIndex(generation: number, identities: readonly string[]): Promise<void> {

@@ -13,8 +13,13 @@ export const LIBRARY_NAME = "mufold_v1";
 export const CONTROL_LIBRARY_NAME = "mufold_control_v1";
 export const READ_FUNCTION = "mufold_read_v1";
 export const APPLY_FUNCTION = "mufold_apply_v2";
-/** The live fold's apply: mufold_apply_v2 behind the position guard (mufold_v1.lua). */
-export const GUARDED_APPLY_FUNCTION = "mufold_apply_v3";
+/**
+ * The apply of this release, live and replay: the position guard of mufold_apply_v3 (the previous release's live
+ * apply) when given the control key, and the offset index (mufold_v1.lua).
+ */
+export const INDEXED_APPLY_FUNCTION = "mufold_apply_v4";
+/** The as-of read's one call: meta, `d`, `h` and the offset index of one identity (read-only). */
+export const AS_OF_FUNCTION = "mufold_as_of_v1";
 /** The control library's functions (mufold_control_v1.lua lists their arguments and codes). */
 export const CONTROL_FUNCTIONS = {
   state: "mufold_state_v1",

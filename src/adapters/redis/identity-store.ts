@@ -12,16 +12,16 @@
 import type { Redis, Cluster } from "ioredis";
 import { opRuns, type PartOp } from "../../fold/delta.js";
 import type { IdentityStore, PositionGuard, StoredIdentity } from "../../fold/identity-store.js";
-import { INDEX_KEY_PATTERN, changesKey, controlKey, generationOfIndexKey, identityKeys, indexKey, partIndex } from "./keys.js";
+import { INDEX_KEY_PATTERN, changesKey, controlKey, generationOfIndexKey, identityKeys, indexKey, partIndex, storedKeys, storedPartIndex } from "./keys.js";
 import { isCluster } from "./connect.js";
-import { APPLY_FUNCTION, GUARDED_APPLY_FUNCTION, READ_FUNCTION } from "./functions.js";
+import { AS_OF_FUNCTION, INDEXED_APPLY_FUNCTION, READ_FUNCTION } from "./functions.js";
 import { applyResult } from "./errors.js";
 import { FunctionCaller } from "./function-call.js";
 import { scanKeys } from "./keyspace.js";
 import { WRITE_GROUP, WriteCoalescer } from "./write-coalescing.js";
 
-/** mufold_apply_v2's opcodes (mufold_v1.lua). */
-const OPCODES: Record<PartOp["op"], string> = { HSET: "H", HDEL: "D", ZADD: "Z", ZREM: "R", DEL: "X" };
+/** mufold_apply_v4's opcodes (mufold_v1.lua). */
+const OPCODES: Record<PartOp["op"], string> = { HSET: "H", HDEL: "D", ZADD: "Z", ZREM: "R", DEL: "X", RPUSH: "L" };
 
 export interface RedisIdentityStoreOptions {
   /** Coalesce the loads', applies' and index writes in groups of this many (write-coalescing.ts); one node, not auto-pipelined, only. */
@@ -86,15 +86,15 @@ export class RedisIdentityStore implements IdentityStore {
     const at = args.push("") - 1;
     let program = "";
     for (const run of opRuns(ops)) {
-      program += `${program === "" ? "" : " "}${OPCODES[run.op]}${partIndex(run.part) + 1}*${run.ops.length}`;
+      program += `${program === "" ? "" : " "}${OPCODES[run.op]}${storedPartIndex(run.part) + 1}*${run.ops.length}`;
       if (run.op === "HSET") for (const op of run.ops) args.push(op.field, op.value);
       else if (run.op !== "DEL") for (const op of run.ops) args.push(op.field);
     }
     args[at] = program;
-    const keys = this.keys(generation, identity);
+    const keys = storedKeys(this.prefix, generation, identity);
     if (guarded) keys.push(controlKey(this.prefix)); // the guard reads the control hash
     this.coalescer?.beforeCommand();
-    const reply = await this.functions.call("FCALL", guarded ? GUARDED_APPLY_FUNCTION : APPLY_FUNCTION, keys, args);
+    const reply = await this.functions.call("FCALL", INDEXED_APPLY_FUNCTION, keys, args);
     return applyResult(identity, reply, guarded ? { generation, guard } : undefined);
   }
 
@@ -102,6 +102,17 @@ export class RedisIdentityStore implements IdentityStore {
   async read(generation: number, identity: string): Promise<string | null> {
     const reply = await this.functions.call("FCALL_RO", READ_FUNCTION, this.keys(generation, identity), []);
     return reply === null ? null : String(reply);
+  }
+
+  /** The meta hash, `d`, `h` and the offset index of one identity, read in one atomic call (mufold_as_of_v1). */
+  async loadHistory(generation: number, identity: string): Promise<StoredIdentity & { index: string[] }> {
+    const reply = (await this.functions.call("FCALL_RO", AS_OF_FUNCTION, storedKeys(this.prefix, generation, identity), [])) as [string[], string[], string[], string[]];
+    const pairs = (flat: string[]) => {
+      const out = new Map<string, string>();
+      for (let i = 0; i + 1 < flat.length; i += 2) out.set(flat[i]!, flat[i + 1]!);
+      return out;
+    };
+    return { meta: Object.fromEntries(pairs(reply[0])), records: pairs(reply[1]), history: pairs(reply[2]), index: reply[3] };
   }
 
   async meta(generation: number, identity: string): Promise<Record<string, string>> {
@@ -143,8 +154,8 @@ export class RedisIdentityStore implements IdentityStore {
     let removed = 0;
     const ids = await this.listIdentities(generation);
     for (let i = 0; i < ids.length; i += 200) {
-      // One UNLINK per identity: its ten keys share one slot.
-      const counts = await Promise.all(ids.slice(i, i + 200).map((id) => this.redis.unlink(...this.keys(generation, id))));
+      // One UNLINK per identity: its keys share one slot.
+      const counts = await Promise.all(ids.slice(i, i + 200).map((id) => this.redis.unlink(...storedKeys(this.prefix, generation, id))));
       for (const n of counts) removed += n;
     }
     removed += await this.redis.unlink(indexKey(this.prefix, generation));

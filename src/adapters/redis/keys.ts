@@ -8,11 +8,12 @@
  *   <prefix>:g<N>:index               set of reducer identities in generation N
  *   <prefix>:g<N>:changes             change feed stream of generation N (capped; no hash tag)
  *   <prefix>:g<N>:{mur_…}:<part>      the identity's parts, in IDENTITY_PARTS order (src/fold/stored-names.ts)
+ *   <prefix>:g<N>:{mur_…}:x           list: the identity's offset index, where its deliveries are (src/fold/offset-index.ts)
  *
  * This module is the one place for these names; the Lua libraries receive the
  * keys as KEYS, in this order.
  */
-import { IDENTITY_PARTS, type IdentityPart } from "../../fold/stored-names.js";
+import { IDENTITY_PARTS, OFFSET_INDEX_PART, STORED_PARTS, type IdentityPart, type StoredPart } from "../../fold/stored-names.js";
 
 function generationPrefix(prefix: string, generation: number): string {
   return `${prefix}:g${generation}`;
@@ -22,6 +23,24 @@ function generationPrefix(prefix: string, generation: number): string {
 export function identityKeys(prefix: string, generation: number, identity: string): string[] {
   const base = `${generationPrefix(prefix, generation)}:{${identity}}`;
   return IDENTITY_PARTS.map((part) => `${base}:${part}`);
+}
+
+/**
+ * The keys mufold_apply_v4 and mufold_as_of_v1 take: the ten, then the offset index (a list, same hash tag).
+ * Every key an identity has: dropping one unlinks these.
+ */
+export function storedKeys(prefix: string, generation: number, identity: string): string[] {
+  return [...identityKeys(prefix, generation, identity), offsetIndexKey(prefix, generation, identity)];
+}
+
+/** The identity's offset index (src/fold/offset-index.ts). */
+export function offsetIndexKey(prefix: string, generation: number, identity: string): string {
+  return `${generationPrefix(prefix, generation)}:{${identity}}:${OFFSET_INDEX_PART}`;
+}
+
+/** The position of a stored part among storedKeys (0-based; the ten keep their IDENTITY_PARTS positions). */
+export function storedPartIndex(part: StoredPart): number {
+  return STORED_PARTS.indexOf(part);
 }
 
 /** The position of a part among an identity's keys (the Lua's `PART`, 0-based). */
@@ -36,6 +55,11 @@ export function identityKey(prefix: string, generation: number, identity: string
 
 /** Fields of the control hash that readers use: the live generation. The rest is the control library's (mufold_control_v1.lua). */
 export const CONTROL_FIELDS = { generation: "generation" } as const;
+
+/** The control hash's field of generation N's mark for a partition: the next offset it has folded (mufold_control_v1.lua). */
+export function markField(generation: number, topic: string, partition: number): string {
+  return `mark:${generation}:${topic}:${partition}`;
+}
 
 export function controlKey(prefix: string): string {
   return `${prefix}:control`;

@@ -64,6 +64,27 @@ mufold_apply_v3
     -3  the generation is not the live one
     -4  the live generation's mark for the partition is below ARGV[3]: Redis
         went back in time, the records before the batch are not folded
+
+mufold_apply_v4
+  mufold_apply_v3 with the identity's offset index (src/fold/offset-index.ts).
+  KEYS: the identity's ten keys; eleventh, its offset index (a list,
+  <prefix>:g<N>:{mur_...}:x); twelfth, the control hash, as v3's eleventh (left
+  out for a replay's build and on a Redis Cluster: then no guard is made).
+  ARGV: as mufold_apply_v3 (the generation, '<topic>:<partition>', the offset
+  the batch starts at) when guarded, else as mufold_apply_v2; the program may
+  name key 11 and the opcode
+      L  RPUSH entry
+  (the index entries of the applied deliveries, in the order applied). L is
+  accepted on key 11 only, and nothing but L on it.
+  Returns as mufold_apply_v3 (-3 and -4 only when guarded).
+
+mufold_as_of_v1 (read-only, FCALL_RO)
+  KEYS: as mufold_apply_v4's first eleven.
+  ARGV: none
+  Returns, read in one atomic call, {meta, d, h, index}: the meta hash, the
+  delivery records and the history fragments as flat field/value arrays
+  (HGETALL), and the offset index (LRANGE 0 -1). What an as-of read rebuilds
+  a past state from.
 ]]
 
 -- @mufold:generated-header
@@ -184,14 +205,19 @@ end
 -- Operands each op of mufold_apply_v2 takes, by opcode.
 local OPERANDS = {H = 2, D = 1, Z = 1, R = 1, X = 0}
 
--- The runs of a program ("H5*2 Z6*2"), each {opcode, key index, ops}, or nil when it is malformed.
-local function runs_of(program, nkeys)
+-- The runs of a program ("H5*2 Z6*2"), each {opcode, key index, ops}, or nil when it is malformed. `index`: the
+-- offset index's key position (mufold_apply_v4), where only L runs go; nil: no L run at all.
+local function runs_of(program, nkeys, list)
   local out, at = {}, 1
   while at <= #program do
     local _, last, op, index, n = string.find(program, '^(%u)([1-9]%d*)%*([1-9]%d*)', at)
     if not last then return nil end
     index, n = tonumber(index), tonumber(n)
-    if not OPERANDS[op] or index > nkeys or (op == 'X' and n ~= 1) then return nil end
+    if op == 'L' then
+      if index ~= list then return nil end
+    elseif not OPERANDS[op] or index > nkeys or index == list or (op == 'X' and n ~= 1) then
+      return nil
+    end
     out[#out + 1] = {op, index, n}
     at = last + 1
     if at <= #program then
@@ -202,14 +228,15 @@ local function runs_of(program, nkeys)
   return out
 end
 
--- The runs of mufold_apply_v2, its arguments starting after args[b]; `name` is the function's, for errors.
-local function apply_runs(keys, args, b, name)
+-- The runs of mufold_apply_v2, its arguments starting after args[b]; `name` is the function's, for errors;
+-- `list`, mufold_apply_v4's offset index position (nil for v2 and v3).
+local function apply_runs(keys, args, b, name, list)
   local k = tonumber(args[b + 2])
-  local runs = k and args[b + 3 + 2 * k] and runs_of(args[b + 3 + 2 * k], IDENTITY_KEYS)
+  local runs = k and args[b + 3 + 2 * k] and runs_of(args[b + 3 + 2 * k], list or IDENTITY_KEYS, list)
   if not runs then return redis.error_reply(name .. ': malformed arguments') end
   -- The program is checked against its operands before the first write (an error reply undoes nothing).
   local operands = 0
-  for _, run in ipairs(runs) do operands = operands + OPERANDS[run[1]] * run[3] end
+  for _, run in ipairs(runs) do operands = operands + (run[1] == 'L' and 1 or OPERANDS[run[1]]) * run[3] end
   if b + 3 + 2 * k + operands ~= #args then
     return redis.error_reply(name .. ': the program takes ' .. operands .. ' operands, got ' .. (#args - b - 3 - 2 * k))
   end
@@ -228,6 +255,9 @@ local function apply_runs(keys, args, b, name)
       i = i + n
     elseif op == 'X' then
       redis.call('DEL', key)
+    elseif op == 'L' then
+      redis.call('RPUSH', key, unpack(args, i, i + n - 1))
+      i = i + n
     else
       redis.call(op == 'D' and 'HDEL' or 'ZREM', key, unpack(args, i, i + n - 1))
       i = i + n
@@ -260,7 +290,32 @@ local function apply_v3(keys, args)
   return apply_runs(keys, args, 3, 'mufold_apply_v3')
 end
 
+-- The guard of mufold_apply_v3, with the offset index as the eleventh key and the control hash, when given, the twelfth.
+local function apply_v4(keys, args)
+  local list = IDENTITY_KEYS + 1
+  if #keys == list + 1 then
+    local control = keys[list + 1]
+    if redis.call('HGET', control, 'generation') ~= args[1] then return {-3, 0} end
+    local mark = redis.call('HGET', control, 'mark:' .. args[1] .. ':' .. args[2]) or '0'
+    if offset_greater(args[3], mark) then return {-4, 0} end
+    return apply_runs(keys, args, 3, 'mufold_apply_v4', list)
+  end
+  if #keys ~= list then return redis.error_reply('mufold_apply_v4: takes 11 or 12 keys, got ' .. #keys) end
+  return apply_runs(keys, args, 0, 'mufold_apply_v4', list)
+end
+
+local function as_of(keys, args)
+  return {
+    redis.call('HGETALL', keys[PART.m]),
+    redis.call('HGETALL', keys[PART.d]),
+    redis.call('HGETALL', keys[PART.h]),
+    redis.call('LRANGE', keys[IDENTITY_KEYS + 1], 0, -1),
+  }
+end
+
 redis.register_function{function_name = 'mufold_read_v1', callback = read, flags = {'no-writes'}}
+redis.register_function{function_name = 'mufold_as_of_v1', callback = as_of, flags = {'no-writes'}}
 redis.register_function{function_name = 'mufold_apply_v1', callback = apply}
 redis.register_function{function_name = 'mufold_apply_v2', callback = apply_v2}
 redis.register_function{function_name = 'mufold_apply_v3', callback = apply_v3}
+redis.register_function{function_name = 'mufold_apply_v4', callback = apply_v4}

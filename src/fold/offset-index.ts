@@ -1,0 +1,252 @@
+/**
+ * An identity's offset index: where its deliveries are in the log, one entry
+ * per delivery in the order they were applied, written by the same atomic
+ * apply as the state (part `x`, a Redis list). With the payloads the state
+ * already stores (`h` and `d`, delivery-record.ts) it rebuilds the identity
+ * state of any prefix of its deliveries, so an as-of read costs one
+ * identity's records and never scans the topic.
+ *
+ * An entry is ASCII text:
+ *
+ *   <partition>:<offset><kind><ref>[<mark><created_at>]
+ *
+ *  - kind `+`: the first delivery of a distinct payload (an id's fingerprint);
+ *    `.`: a repeat of a payload delivered before.
+ *  - ref: the shortest prefix (at least REF_MIN hex digits) of the
+ *    fingerprint's hex digits that no other payload known to the identity at
+ *    that delivery shares. Later payloads may share it; the reader resolves
+ *    first deliveries from the last one back (each ref was unique among the
+ *    payloads first delivered up to it) and repeats forward among the
+ *    payloads first delivered before them.
+ *  - The stored payload of a fingerprint has its earliest `created_at` (the
+ *    reference's order key): repeats may carry other ones. `=<created_at>`:
+ *    this delivery's, later than the payload held then; `<<created_at>`: this
+ *    delivery became the earliest and the payload held before it had this one.
+ *    Without a mark the delivery's `created_at` is the payload's as held right
+ *    after it. Walking a payload's entries back from the stored (final) one
+ *    gives every delivery its own.
+ *  - Without kind and ref: the delivery that took the identity past the
+ *    delivery bound (the packet is the constant rejected one from there on).
+ *
+ * The index keeps MAX_INDEX_ENTRIES entries (up to and one past the bound);
+ * later deliveries are not indexed, which the meta's delivery count shows.
+ * Pure: no IO.
+ */
+import type { ReducerContext } from "../core/identity.js";
+import { foldDelivery, emptyIdentityState, type FingerprintState, type IdentityState } from "../core/identity-state.js";
+import type { Observation } from "../core/observation.js";
+import { assembleParts, computeParts } from "../core/packet-parts.js";
+import { MAX_PROJECTION_OBSERVATIONS } from "../core/projection-limits.js";
+import { MufoldError } from "../errors.js";
+import { decodeStoredState } from "./delivery-record.js";
+
+/** Entries kept: every delivery up to the bound and the one past it. */
+export const MAX_INDEX_ENTRIES = MAX_PROJECTION_OBSERVATIONS + 1;
+/** Hex digits of a fingerprint a ref has at least. */
+export const REF_MIN = 4;
+const FP_HEAD = "muof_".length;
+
+/** A point of the log: an offset on a partition. */
+export interface LogPosition {
+  partition: number;
+  offset: bigint;
+}
+
+/** The hex digits of a fingerprint from `at` (the ref's bucket key is the first REF_MIN). */
+const hexOf = (fingerprint: string): string => fingerprint.slice(FP_HEAD);
+
+function commonPrefix(a: string, b: string): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
+/**
+ * The refs of one identity's payloads, as the writer computes them: the payloads known so far, bucketed by
+ * their first REF_MIN hex digits, so a ref is found without looking at the others (they share a bucket
+ * about once in 60 at 1,000 payloads).
+ */
+export class IndexRefs {
+  private readonly buckets = new Map<string, string[]>();
+
+  /** Every payload of a state (a model freshly loaded, or rebuilt). */
+  static of(byId: ReadonlyMap<string, readonly FingerprintState[]>): IndexRefs {
+    const refs = new IndexRefs();
+    for (const versions of byId.values()) for (const v of versions) refs.add(v.fingerprint);
+    return refs;
+  }
+
+  add(fingerprint: string): void {
+    const hex = hexOf(fingerprint);
+    const key = hex.slice(0, REF_MIN);
+    const bucket = this.buckets.get(key);
+    if (bucket === undefined) this.buckets.set(key, [hex]);
+    else if (!bucket.includes(hex)) bucket.push(hex);
+  }
+
+  /** The shortest prefix of the fingerprint's hex that no other known payload shares (at least REF_MIN digits). */
+  ref(fingerprint: string): string {
+    const hex = hexOf(fingerprint);
+    let length = REF_MIN;
+    for (const other of this.buckets.get(hex.slice(0, REF_MIN)) ?? []) if (other !== hex) length = Math.max(length, commonPrefix(hex, other) + 1);
+    return hex.slice(0, length);
+  }
+}
+
+/** The entry of a delivery (see the header). `prior`: the payload's earliest observation before this delivery, if it was delivered before. */
+export function indexEntry(position: LogPosition, ref: string, observation: Observation, prior: Observation | undefined, earlier: boolean): string {
+  const head = `${position.partition}:${position.offset}`;
+  if (prior === undefined) return `${head}+${ref}`;
+  if (observation.created_at === prior.created_at) return `${head}.${ref}`;
+  return earlier ? `${head}.${ref}<${prior.created_at}` : `${head}.${ref}=${observation.created_at}`;
+}
+
+/** The entry of a delivery past the bound: its position only. */
+export function sealedEntry(position: LogPosition): string {
+  return `${position.partition}:${position.offset}`;
+}
+
+interface ParsedEntry {
+  partition: number;
+  offset: bigint;
+  /** null: past the bound. */
+  kind: "+" | "." | null;
+  ref: string;
+  mark: "=" | "<" | null;
+  createdAt: string;
+}
+
+const ENTRY = /^(\d+):(\d+)(?:([+.])([0-9a-f]+)(?:([=<])([\s\S]*))?)?$/;
+
+export function parseEntry(text: string): ParsedEntry {
+  const m = ENTRY.exec(text);
+  if (m === null) throw new IndexError(`an offset index entry is malformed: ${JSON.stringify(text.slice(0, 80))}`);
+  return {
+    partition: Number(m[1]),
+    offset: BigInt(m[2]!),
+    kind: (m[3] as "+" | "." | undefined) ?? null,
+    ref: m[4] ?? "",
+    mark: (m[5] as "=" | "<" | undefined) ?? null,
+    createdAt: m[6] ?? "",
+  };
+}
+
+/** The stored index does not describe the stored state (incomplete, or not mufold's). */
+export class IndexError extends MufoldError {
+  constructor(message: string) {
+    super(message, { retriable: false });
+  }
+}
+
+/** What an identity stores that an as-of read needs. */
+export interface StoredHistory {
+  context: ReducerContext;
+  /** The meta's delivery count. */
+  deliveries: number;
+  /** `d` and `h`, as load returns them (empty past the bound: the parts are dropped there). */
+  records: ReadonlyMap<string, string>;
+  history: ReadonlyMap<string, string>;
+  /** The offset index, in order. */
+  index: readonly string[];
+}
+
+/** One delivery as the index and the stored payloads give it back. */
+export interface IndexedDelivery {
+  partition: number;
+  offset: bigint;
+  /** null: past the bound (its payload is not needed: the packet is rejected from there on). */
+  observation: Observation | null;
+  fingerprint: string;
+}
+
+/** Every indexed delivery with its payload, in the order applied. Throws IndexError when the index does not cover the stored state. */
+export function indexedDeliveries(stored: StoredHistory): IndexedDelivery[] {
+  const entries = stored.index.map(parseEntry);
+  if (entries.length !== Math.min(stored.deliveries, MAX_INDEX_ENTRIES)) {
+    throw new IndexError(`the offset index holds ${entries.length} of the identity's ${stored.deliveries} deliveries (it was folded before mufold kept one): a replay rebuilds it`);
+  }
+  const sealed = stored.deliveries > MAX_PROJECTION_OBSERVATIONS;
+  const out: IndexedDelivery[] = entries.map((e) => ({ partition: e.partition, offset: e.offset, observation: null, fingerprint: "" }));
+  if (sealed) return out; // the payloads are dropped past the bound: positions only
+  const payloads: FingerprintState[] = [];
+  for (const versions of decodeStoredState(stored.records, stored.history, stored.context).values()) payloads.push(...versions);
+  const buckets = new Map<string, FingerprintState[]>();
+  for (const p of payloads) {
+    const key = hexOf(p.fingerprint).slice(0, REF_MIN);
+    const bucket = buckets.get(key);
+    if (bucket === undefined) buckets.set(key, [p]);
+    else bucket.push(p);
+  }
+  const match = (ref: string, among: (p: FingerprintState) => boolean, at: number): FingerprintState => {
+    const found = (buckets.get(ref.slice(0, REF_MIN)) ?? []).filter((p) => hexOf(p.fingerprint).startsWith(ref) && among(p));
+    if (found.length !== 1) throw new IndexError(`offset index entry ${at + 1} names ${found.length === 0 ? "no" : "more than one"} stored payload`);
+    return found[0]!;
+  };
+  // First deliveries, from the last back: each ref is unique among the payloads first delivered up to it.
+  const payloadOf: (FingerprintState | undefined)[] = new Array(entries.length);
+  const firstAt = new Map<FingerprintState, number>();
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const e = entries[i]!;
+    if (e.kind === null) throw new IndexError(`offset index entry ${i + 1} is past the bound, but the identity is not`);
+    if (e.kind !== "+") continue;
+    const p = match(e.ref, (q) => !firstAt.has(q), i);
+    firstAt.set(p, i);
+    payloadOf[i] = p;
+  }
+  if (firstAt.size !== payloads.length) throw new IndexError(`the offset index names ${firstAt.size} of the ${payloads.length} stored payloads`);
+  // Repeats, forward: each ref is unique among the payloads first delivered before it.
+  for (let i = 0; i < entries.length; i++) {
+    if (entries[i]!.kind === ".") payloadOf[i] = match(entries[i]!.ref, (q) => firstAt.get(q)! < i, i);
+  }
+  // Each delivery's created_at: walk each payload's entries back from its stored (earliest) one.
+  const current = new Map<FingerprintState, string>();
+  for (const p of payloads) current.set(p, p.representative.created_at);
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const e = entries[i]!;
+    const p = payloadOf[i]!;
+    if (e.kind === "+" && e.mark !== null) throw new IndexError(`offset index entry ${i + 1}, a first delivery, carries a created_at mark`);
+    const held = current.get(p)!;
+    let createdAt = held;
+    if (e.mark === "=") createdAt = e.createdAt;
+    else if (e.mark === "<") current.set(p, e.createdAt);
+    const obs = createdAt === p.representative.created_at ? p.representative : { ...p.representative, created_at: createdAt };
+    out[i] = { partition: e.partition, offset: e.offset, observation: obs, fingerprint: p.fingerprint };
+  }
+  return out;
+}
+
+/** Whether a delivery is at or before a point: on one of its partitions, at or before its offset. */
+export function atOrBefore(d: { partition: number; offset: bigint }, points: readonly LogPosition[]): boolean {
+  for (const p of points) if (p.partition === d.partition && d.offset <= p.offset) return true;
+  return false;
+}
+
+/** The identity state of the deliveries at or before the points, or null when they include a delivery whose payload is gone (past the bound) without being past it. */
+export function stateAsOf(deliveries: readonly IndexedDelivery[], points: readonly LogPosition[]): { state: IdentityState; used: number } | null {
+  const state = emptyIdentityState();
+  let used = 0;
+  let payloadless = false;
+  for (const d of deliveries) {
+    if (!atOrBefore(d, points)) continue;
+    used++;
+    if (d.observation === null) {
+      payloadless = true;
+      state.deliveries++;
+    } else foldDelivery(state, d.observation, d.fingerprint);
+  }
+  if (payloadless && used <= MAX_PROJECTION_OBSERVATIONS) return null;
+  if (used > MAX_PROJECTION_OBSERVATIONS) state.byId.clear(); // the constant rejected packet: no payload is needed
+  return { state, used };
+}
+
+/**
+ * The packet as of the points: the reducer over the identity's deliveries at or before them, rebuilt from its
+ * stored payloads and offset index; `used`, how many deliveries that is. Null when they include a delivery
+ * whose payload is gone (past the bound) but not all up to the bound. Throws IndexError when the index does
+ * not cover the stored state.
+ */
+export function packetAsOf(stored: StoredHistory, points: readonly LogPosition[]): { packet: string; used: number } | null {
+  const asOf = stateAsOf(indexedDeliveries(stored), points);
+  if (asOf === null) return null;
+  return { packet: assembleParts(computeParts(stored.context, asOf.state, undefined, "on read")), used: asOf.used };
+}
