@@ -2,7 +2,8 @@
 import { ContractError, IDENTITY_PATTERN, parsePyJson, validateProjection } from "../core/index.js";
 import { resolveSettings } from "../config/settings.js";
 import { openRedis, readerClientSettings } from "../adapters/redis/connect.js";
-import { ProjectionReader, identityOf } from "../client/readback.js";
+import { AsOfNotAvailableError, ProjectionReader, identityOf } from "../client/readback.js";
+import type { LogPosition } from "../fold/offset-index.js";
 import { canonicalJson } from "../core/canonical-json.js";
 import { UsageError, type FlagValues } from "./args.js";
 import { commandFlags, stringFlag } from "./command.js";
@@ -11,7 +12,23 @@ import { READ } from "./specs.js";
 
 const SCOPE_FLAGS = ["agent", "project", "corpus", "surface", "retrieval", "policy"] as const;
 
-export type ReadTarget = { list: true } | { list: false; identity: string; validate: boolean };
+export type ReadTarget = { list: true } | { list: false; identity: string; validate: boolean; asOf?: LogPosition[] };
+
+const AS_OF_FORM = "PARTITION:OFFSET[,PARTITION:OFFSET…] with non-negative integers, e.g. 3:1200 or 0:17,5:40";
+
+/** `--as-of-offset`: one or more partition:offset points, each partition once. */
+export function parseAsOfOffset(text: string): LogPosition[] {
+  const points: LogPosition[] = [];
+  for (const part of text.split(",")) {
+    const m = /^(\d{1,9}):(\d{1,19})$/.exec(part);
+    const offset = m === null ? -1n : BigInt(m[2]!);
+    if (m === null || offset > 0x7fffffffffffffffn) throw new UsageError(`invalid --as-of-offset ${shownValue(text)}: expected ${AS_OF_FORM}`);
+    const partition = Number(m[1]);
+    if (points.some((p) => p.partition === partition)) throw new UsageError(`invalid --as-of-offset ${shownValue(text)}: partition ${partition} is named twice`);
+    points.push({ partition, offset });
+  }
+  return points;
+}
 
 const shownValue = (v: string) => JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}…` : v);
 
@@ -22,14 +39,17 @@ export function readTarget(values: FlagValues, reducerVersion: string): ReadTarg
   const modes = [identity !== undefined, given.length > 0, values.list === true].filter(Boolean).length;
   if (modes === 0) throw new UsageError(`needs --identity mur_…, the six scope flags (${SCOPE_FLAGS.map((f) => `--${f}`).join(" ")}), or --list`);
   if (modes > 1) throw new UsageError("give one of --identity, the six scope flags or --list, not several");
+  const asOfText = stringFlag(values, "as-of-offset");
   if (values.list === true) {
     if (values.validate === true) throw new UsageError("--validate checks one packet: it does not go with --list");
+    if (asOfText !== undefined) throw new UsageError("--as-of-offset reads one packet: it does not go with --list");
     return { list: true };
   }
   const validate = values.validate === true;
+  const asOf = asOfText === undefined ? {} : { asOf: parseAsOfOffset(asOfText) };
   if (identity !== undefined) {
     if (!IDENTITY_PATTERN.test(identity)) throw new UsageError(`invalid --identity ${shownValue(identity)}: must be mur_ followed by 64 lowercase hex digits`);
-    return { list: false, identity, validate };
+    return { list: false, identity, validate, ...asOf };
   }
   const missing = SCOPE_FLAGS.filter((f) => values[f] === undefined);
   if (missing.length > 0) {
@@ -43,7 +63,7 @@ export function readTarget(values: FlagValues, reducerVersion: string): ReadTarg
       policy_snapshot_ref: flag("policy"),
       reducer_version: reducerVersion,
     });
-    return { list: false, identity: id, validate };
+    return { list: false, identity: id, validate, ...asOf };
   } catch (err) {
     if (err instanceof ContractError) throw new UsageError(`invalid scope or snapshot ref: ${err.message}`);
     throw err;
@@ -57,12 +77,21 @@ export async function readCommand(args: string[]): Promise<number> {
   const target = readTarget(values, settings.reducerVersion);
   const redis = await openRedis(readerClientSettings(settings), settings.connectTimeoutMs);
   try {
-    const reader = new ProjectionReader(redis, settings.prefix);
+    const reader = new ProjectionReader(redis, settings.prefix, settings.reducerVersion, settings.topic);
     if (target.list) {
       await writeOut(canonicalJson({ generation: await reader.generation(), identities: await reader.identities() }) + "\n");
       return 0;
     }
-    const packet = await reader.read(target.identity);
+    let packet: string | null;
+    if (target.asOf !== undefined) {
+      try {
+        packet = (await reader.get(target.identity, { asOf: target.asOf }))?.text ?? null;
+      } catch (err) {
+        if (!(err instanceof AsOfNotAvailableError)) throw err;
+        process.stderr.write(`mufold read: ${err.message}\n`);
+        return 4;
+      }
+    } else packet = await reader.read(target.identity);
     if (packet === null) {
       process.stderr.write(`mufold read: no projection for identity ${target.identity}\n`);
       return 3;

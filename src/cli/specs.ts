@@ -103,7 +103,7 @@ Exit 0 after a signal, 1 when the consumer stopped on an error. ${EXITS_CONNECTI
 
 export const READ = streamSpec(
   "read",
-  "(--identity mur_… | --agent A --project P --corpus C --surface S --retrieval R --policy P | --list) [--validate] ",
+  "(--identity mur_… | --agent A --project P --corpus C --surface S --retrieval R --policy P | --list) [--as-of-offset P:O[,P:O…]] [--validate] ",
   `
 Print one projection packet (canonical JSON), or the list of identities.
 
@@ -112,10 +112,16 @@ Print one projection packet (canonical JSON), or the list of identities.
                      or the scope and snapshot refs it is computed from (all six)
   --list             or list the identities of the live generation
   --validate         run the fail-closed readback validator on the packet first
+  --as-of-offset PARTITION:OFFSET[,PARTITION:OFFSET…]
+                     the projection as of that point of the topic: the reducer
+                     over the identity's records at or before the offset on each
+                     named partition (partitions not named contribute none)
 
 Exit 0 printed, 1 the packet failed --validate, 3 no projection for the
-identity. ${EXITS_CONNECTING}`,
-  { identity: str, agent: str, project: str, corpus: str, surface: str, retrieval: str, policy: str, list: bool, validate: bool },
+identity, 4 as_of_not_available (the point is past the live generation's
+marks, or its stored state cannot rebuild it: the message names what is
+available). ${EXITS_CONNECTING}`,
+  { identity: str, agent: str, project: str, corpus: str, surface: str, retrieval: str, policy: str, list: bool, validate: bool, "as-of-offset": str },
 );
 
 export const REPLAY = streamSpec(

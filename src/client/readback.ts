@@ -10,13 +10,15 @@ import { IDENTITY_PATTERN, normalizeContext, parsePyJson, reducerIdentity, valid
 import { openRedis, readerClientSettings } from "../adapters/redis/connect.js";
 import { RedisControlStore } from "../adapters/redis/control-store.js";
 import { RedisIdentityStore } from "../adapters/redis/identity-store.js";
-import { identityKey } from "../adapters/redis/keys.js";
+import { controlKey, identityKey, markField } from "../adapters/redis/keys.js";
+import { IndexError, packetAsOf, type LogPosition } from "../fold/offset-index.js";
 import { META_FIELDS } from "../fold/stored-names.js";
 import { etagOf } from "../core/digest.js";
 import { statingRefForm } from "../core/fields.js";
 import { MufoldError } from "../errors.js";
 import { followChanges, type FeedEvent, type SubscribeOptions } from "./change-feed.js";
 import { settingsOf, type ClientOptions } from "./options.js";
+import { SETTINGS } from "../config/settings.js";
 import type { Projection } from "./projection.js";
 
 /** What names a projection without its identity: the scope, the two snapshots and the reducer version. */
@@ -57,14 +59,44 @@ export interface ProjectionRead {
   projection: Projection;
   /** `"<sha256 hex of the packet bytes>"`, the ETag `mufold serve` sends for it. */
   etag: string;
+  /** For an as-of read (GetOptions.asOf): the points and the deliveries the packet is the reducer over. */
+  asOf?: AsOfUsed;
 }
 
 export interface GetOptions {
   /** Run the fail-closed readback validator first (throws ContractError if the packet is not valid). */
   validate?: boolean;
+  /**
+   * The projection as of a point of the log: the reducer over the identity's records at or before the offset
+   * on each named partition of the reader's topic (a partition not named contributes none of its records).
+   * Throws AsOfNotAvailableError (code `as_of_not_available`) for a point the live generation has not folded,
+   * or one its stored state cannot rebuild.
+   */
+  asOf?: LogPosition | readonly LogPosition[];
+}
+
+/** What an as-of read used. */
+export interface AsOfUsed {
+  /** The points asked for. */
+  points: LogPosition[];
+  /** The identity's deliveries at or before them: the records the packet is the reducer over. */
+  deliveries: number;
+}
+
+/** An as-of point the live generation cannot answer; `available` names what it can. */
+export class AsOfNotAvailableError extends MufoldError {
+  readonly code = "as_of_not_available";
+  constructor(
+    message: string,
+    /** Per partition named: the offsets that can be asked for (`from` to `to`, inclusive), or null when none. */
+    readonly available: { partition: number; from: bigint; to: bigint } | null,
+  ) {
+    super(`as_of_not_available: ${message}`, { retriable: false });
+  }
 }
 
 const READ_ATTEMPTS = 5;
+const DEFAULT_TOPIC = SETTINGS.topic.default;
 
 /**
  * Reads packets from Redis: `ProjectionReader.connect(options)` opens a
@@ -83,6 +115,8 @@ export class ProjectionReader {
     readonly prefix = "mufold",
     /** The reducer version of by-scope reads that do not name one. */
     readonly reducerVersion: string = DEFAULT_REDUCER_VERSION,
+    /** The observation topic whose offsets as-of reads name. */
+    readonly topic: string = DEFAULT_TOPIC,
   ) {
     this.store = new RedisIdentityStore(redis, prefix);
     this.control = new RedisControlStore(redis, prefix);
@@ -99,7 +133,7 @@ export class ProjectionReader {
   static async connect(options: ClientOptions = {}): Promise<ProjectionReader> {
     const settings = settingsOf(options);
     const redis = await openRedis(readerClientSettings(settings), settings.connectTimeoutMs, { refusedIsFinal: true });
-    const reader = new ProjectionReader(redis, settings.prefix, settings.reducerVersion);
+    const reader = new ProjectionReader(redis, settings.prefix, settings.reducerVersion, settings.topic);
     reader.owned = true;
     return reader;
   }
@@ -136,6 +170,7 @@ export class ProjectionReader {
   async get(target: string | ScopeRef, options: GetOptions = {}): Promise<ProjectionRead | null> {
     const identity = typeof target === "string" ? target : identityOf(target, this.reducerVersion);
     if (!IDENTITY_PATTERN.test(identity)) throw new MufoldError(`invalid identity ${JSON.stringify(identity.slice(0, 80))}: must be mur_ followed by 64 lowercase hex digits`);
+    if (options.asOf !== undefined) return this.getAsOf(identity, Array.isArray(options.asOf) ? [...(options.asOf as LogPosition[])] : [options.asOf as LogPosition], options);
     for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
       const generation = await this.generation();
       const meta = identityKey(this.prefix, generation, identity, "m");
@@ -154,6 +189,60 @@ export class ProjectionReader {
       return { identity, generation, version: Number(after), text, projection, etag: etagOf(text) };
     }
     throw new MufoldError(`the projection ${identity} changed during ${READ_ATTEMPTS} reads in a row: retry`, { retriable: true });
+  }
+
+  /**
+   * The as-of read: the live generation's marks bound what can be asked for (read first: everything before a
+   * mark is applied), then one atomic call reads the identity's payloads and offset index, and the reducer runs
+   * over the deliveries at or before the points (src/fold/offset-index.ts). One identity's records, no topic scan.
+   */
+  private async getAsOf(identity: string, points: LogPosition[], options: GetOptions): Promise<ProjectionRead | null> {
+    if (points.length === 0) throw new MufoldError("an as-of read needs at least one partition:offset");
+    for (const p of points) {
+      if (!Number.isSafeInteger(p.partition) || p.partition < 0 || typeof p.offset !== "bigint" || p.offset < 0n) {
+        throw new MufoldError(`invalid as-of point ${String(p.partition)}:${String(p.offset)}: a partition and an offset, both non-negative integers (the offset a bigint)`);
+      }
+    }
+    for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+      const generation = await this.generation();
+      for (const p of points) {
+        const mark = await this.redis.hget(controlKey(this.prefix), markField(generation, this.topic, p.partition));
+        const next = mark === null ? 0n : BigInt(mark);
+        if (p.offset >= next) {
+          throw new AsOfNotAvailableError(
+            next === 0n
+              ? `generation ${generation} has folded nothing of ${this.topic} partition ${p.partition}`
+              : `generation ${generation} has folded ${this.topic} partition ${p.partition} up to offset ${next - 1n}: as-of offsets 0 to ${next - 1n} are available there, not ${p.offset}`,
+            next === 0n ? null : { partition: p.partition, from: 0n, to: next - 1n },
+          );
+        }
+      }
+      const stored = await this.store.loadHistory(generation, identity);
+      const version = stored.meta[META_FIELDS.version];
+      const context = stored.meta.ctx;
+      if (version === undefined || context === undefined) {
+        if ((await this.generation()) === generation) return null;
+        continue; // a promote moved the generation under the read
+      }
+      let asOf: { packet: string; used: number } | null;
+      try {
+        asOf = packetAsOf(
+          { context: JSON.parse(context) as never, deliveries: Number(stored.meta[META_FIELDS.deliveries] ?? "0"), records: stored.records, history: stored.history, index: stored.index },
+          points,
+        );
+      } catch (err) {
+        if (err instanceof IndexError) throw new AsOfNotAvailableError(`${identity}: ${err.message}`, null);
+        throw err;
+      }
+      if (asOf === null) {
+        throw new AsOfNotAvailableError(`${identity} passed the delivery bound: its payloads are dropped, so only points that include the delivery that crossed it (the packet is then the rejected one) are available`, null);
+      }
+      const text = asOf.packet;
+      if (options.validate === true) validateProjection(parsePyJson(text));
+      const projection = JSON.parse(text) as Projection;
+      return { identity, generation, version: Number(version), text, projection, etag: etagOf(text), asOf: { points, deliveries: asOf.used } };
+    }
+    throw new MufoldError(`the generation of ${identity} changed during ${READ_ATTEMPTS} reads in a row: retry`, { retriable: true });
   }
 
   /** The identities with a packet in a generation (default: the live one). */

@@ -8,6 +8,18 @@ import { createKafka, kafkaClientSettings } from "../../src/adapters/kafka/clien
 import type { Settings } from "../../src/config/settings.js";
 
 export async function topicValues(settings: Settings, topic: string = settings.topic, timeoutMs = 60_000): Promise<Buffer[]> {
+  return (await topicRecords(settings, topic, timeoutMs)).map((r) => r.value);
+}
+
+/** A record value with where it is in the log. */
+export interface TopicRecord {
+  partition: number;
+  offset: bigint;
+  value: Buffer;
+}
+
+/** Every record value on a topic with its partition and offset, each partition in offset order. */
+export async function topicRecords(settings: Settings, topic: string = settings.topic, timeoutMs = 60_000): Promise<TopicRecord[]> {
   const kafka = createKafka(kafkaClientSettings(settings, "-test-records"));
   const admin = kafka.admin();
   await admin.connect();
@@ -17,7 +29,7 @@ export async function topicValues(settings: Settings, topic: string = settings.t
   } finally {
     await admin.disconnect();
   }
-  const values: Buffer[] = [];
+  const values: TopicRecord[] = [];
   if (ends.size === 0) return values;
   const consumer = kafka.consumer({ groupId: `${settings.group}.records.${randomBytes(4).toString("hex")}`, maxWaitTimeInMs: 100 });
   await consumer.connect();
@@ -30,7 +42,7 @@ export async function topicValues(settings: Settings, topic: string = settings.t
         .run({
           eachBatch: async ({ batch, resolveOffset }) => {
             for (const message of batch.messages) {
-              if (message.value !== null) values.push(message.value);
+              if (message.value !== null) values.push({ partition: batch.partition, offset: BigInt(message.offset), value: message.value });
               resolveOffset(message.offset);
             }
             const end = ends.get(batch.partition);
