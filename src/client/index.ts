@@ -26,6 +26,10 @@
 export { ProjectionReader, identityOf, type ScopeRef, type ProjectionRead } from "./readback.js";
 /** Options of `ProjectionReader.get`. */
 export type { GetOptions } from "./readback.js";
+/** An as-of read: what it used, and the error for a point that is not available. */
+export { AsOfNotAvailableError, type AsOfUsed } from "./readback.js";
+/** A point of the log: an offset on a partition. */
+export type { LogPosition } from "../fold/offset-index.js";
 export type { FeedEvent, ChangeEvent, GenerationEvent, SubscribeOptions } from "./change-feed.js";
 export { ObservationProducer, observationRecord, type ObservationRecord } from "./producer.js";
 export {
