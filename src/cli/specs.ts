@@ -308,7 +308,7 @@ export const MAIN_USAGE = `usage: mufold <command> [flags]    (mufold <command> 
                           send deterministic load from many agents
   mufold fold [--http-port P]
                           fold the topic into Redis until SIGTERM/SIGINT
-  mufold read (--identity mur_… | --agent A --project P --corpus C --surface S --retrieval R --policy P | --list) [--validate]
+  mufold read (--identity mur_… | --agent A --project P --corpus C --surface S --retrieval R --policy P | --list) [--as-of-offset P:O[,P:O…]] [--validate]
                           print one packet
   mufold replay [--verify [--to-end] [--report FILE.html]] [--promote] [--keep-shadow] [--drop-after SECONDS]
                 [--change-reducer-version] [--workers N] [--chunk-bytes BYTES]

@@ -253,7 +253,7 @@ describe("the Redis functions are loaded by mufold setup only", () => {
     expect((lost as Error).message).toMatch(/Redis has no function mufold_read_v1: run `mufold setup`/);
     expect(await libraryNames(admin)).toEqual([]);
     // The fold's own store calls (apply) fail the same way.
-    await expect(new RedisIdentityStore(client, settings.prefix).apply(1, identity!, 0, new Map([["w:t:0", 1n]]), [])).rejects.toThrow(/Redis has no function mufold_apply_v2: run `mufold setup`/);
+    await expect(new RedisIdentityStore(client, settings.prefix).apply(1, identity!, 0, new Map([["w:t:0", 1n]]), [])).rejects.toThrow(/Redis has no function mufold_apply_v4: run `mufold setup`/);
 
     // Another build's code under the same name is refused at start.
     await ensureSetup(settings);
