@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { awaitTopicLeaders } from "../../src/adapters/kafka/topics.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { simulate } from "../../producers/simulation.js";
@@ -103,7 +104,8 @@ describe("unreachable endpoints at start: one line naming them, within the conne
     const topic = `mufold-replay.${randomBytes(4).toString("hex")}`;
     const admin = createKafka({ brokers: settings.brokers, clientId: "mufold-test" }).admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }] });
+    await awaitTopicLeaders(admin, [{ topic, partitions: 1 }]);
     cleanups.push(async () => {
       await admin.deleteTopics({ topics: [topic] });
       await admin.disconnect();

@@ -11,7 +11,7 @@ import kafkajs from "kafkajs";
 import type { IHeaders } from "kafkajs";
 import { afterEach, describe, expect, it } from "vitest";
 import { createKafka } from "../../src/adapters/kafka/client.js";
-import { LOG_CONFIG } from "../../src/adapters/kafka/topics.js";
+import { awaitTopicLeaders, LOG_CONFIG } from "../../src/adapters/kafka/topics.js";
 import { DLQ_HEADERS, dlqTopic } from "../../src/fold/dead-letter.js";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { observationRecord } from "../../src/client/producer.js";
@@ -68,9 +68,9 @@ async function createSourceTopic(settings: Settings, maxMessageBytes: number): P
   await admin.connect();
   try {
     await admin.createTopics({
-      waitForLeaders: true,
       topics: [{ topic: settings.topic, numPartitions: settings.partitions, configEntries: [...LOG_CONFIG, { name: "max.message.bytes", value: String(maxMessageBytes) }] }],
     });
+    await awaitTopicLeaders(admin, [{ topic: settings.topic, partitions: settings.partitions }]);
   } finally {
     await admin.disconnect();
   }

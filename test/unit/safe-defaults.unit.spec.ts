@@ -75,8 +75,19 @@ function fakeAdmin(existing: string[]) {
       requests.push(request);
       return true;
     },
+    fetchTopicMetadata: async ({ topics }: { topics: string[] }) => ({ topics: topics.map((name) => led(name, 8)) }),
   } as unknown as Admin;
   return { admin, requests };
+}
+
+/** Metadata of a topic whose partitions all have a leader (node 1). */
+function led(name: string, partitions: number) {
+  return { name, partitions: Array.from({ length: partitions }, (_, partitionId) => ({ partitionId, leader: 1, partitionErrorCode: 0, replicas: [1], isr: [1] })) };
+}
+
+/** A broker error as kafkajs raises it from a metadata answer. */
+function brokerError(type: string): Error {
+  return Object.assign(new Error(`the broker said ${type}`), { name: "KafkaJSProtocolError", type, retriable: true });
 }
 
 describe("ensureTopics", () => {
@@ -108,6 +119,56 @@ describe("ensureTopics", () => {
     await expect(ensureTopics(admin, [{ topic: "t", partitions: 2, replicationFactor: 5 }])).rejects.toThrow(
       new MufoldError("the broker refused to create t (2 partitions, replication factor 5): Replication-factor is invalid [INVALID_REPLICATION_FACTOR]"),
     );
+  });
+
+  it("waits until the broker's metadata shows every partition led: a KRaft broker may not know a topic it just created", async () => {
+    const answers: (() => unknown)[] = [
+      () => Promise.reject(brokerError("UNKNOWN_TOPIC_OR_PARTITION")),
+      () => Promise.reject(brokerError("LEADER_NOT_AVAILABLE")),
+      () => ({ topics: [led("t", 1)] }), // fewer partitions than asked
+      () => ({ topics: [{ ...led("t", 3), partitions: led("t", 3).partitions.map((p) => ({ ...p, leader: p.partitionId === 2 ? -1 : 1 })) }] }),
+      () => ({ topics: [led("t", 3)] }),
+    ];
+    let asked = 0;
+    const admin = {
+      listTopics: async () => [],
+      createTopics: async (request: { waitForLeaders?: boolean }) => request.waitForLeaders !== true,
+      fetchTopicMetadata: async () => answers[asked++]!(),
+    } as unknown as Admin;
+    expect(await ensureTopics(admin, [{ topic: "t", partitions: 3 }])).toEqual(["t"]);
+    expect(asked).toBe(5);
+  });
+
+  it("fails past the wait naming the topic and the broker's last answer; any other metadata error fails at once", async () => {
+    let asked = 0;
+    const never = {
+      listTopics: async () => [],
+      createTopics: async () => true,
+      fetchTopicMetadata: async () => {
+        asked++;
+        throw brokerError("UNKNOWN_TOPIC_OR_PARTITION");
+      },
+    } as unknown as Admin;
+    const late = await ensureTopics(never, [{ topic: "t", partitions: 1 }], 250).catch((e: unknown) => e);
+    expect(late).toBeInstanceOf(MufoldError);
+    expect((late as MufoldError).retriable).toBe(true);
+    expect((late as Error).message).toBe(
+      "created t, but the broker's metadata did not show them ready within 250 ms: the broker said UNKNOWN_TOPIC_OR_PARTITION [UNKNOWN_TOPIC_OR_PARTITION]",
+    );
+    expect(asked).toBeGreaterThan(1);
+
+    const denied = brokerError("TOPIC_AUTHORIZATION_FAILED");
+    let deniedAsked = 0;
+    const refusing = {
+      listTopics: async () => [],
+      createTopics: async () => true,
+      fetchTopicMetadata: async () => {
+        deniedAsked++;
+        throw denied;
+      },
+    } as unknown as Admin;
+    await expect(ensureTopics(refusing, [{ topic: "t", partitions: 1 }])).rejects.toBe(denied);
+    expect(deniedAsked).toBe(1);
   });
 
   it("sends nothing when every topic exists", async () => {

@@ -34,15 +34,27 @@ export function topicSpec(settings: { partitions: number; replicationFactor: Rep
   return { topic, partitions: settings.partitions, replicationFactor: settings.replicationFactor };
 }
 
-/** Create the topics that do not exist yet (infinite retention); returns the names it created. */
-export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): Promise<string[]> {
+/**
+ * How long a created topic may take to show a leader for every partition in
+ * the broker's metadata. A KRaft broker answers CreateTopics once the
+ * controller committed it; its own metadata cache may lag behind, answering
+ * UNKNOWN_TOPIC_OR_PARTITION meanwhile (kafkajs's waitForLeaders gives up on
+ * that answer at once).
+ */
+export const TOPIC_LEADERS_WAIT_MS = 30_000;
+
+/** The broker's answers that mean "created, not visible yet": worth asking again. */
+const NOT_VISIBLE_YET = new Set(["UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE"]);
+
+/** Create the topics that do not exist yet (infinite retention); returns the names it created once every partition has a leader. */
+export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], leadersWaitMs = TOPIC_LEADERS_WAIT_MS): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
   const missing = specs.filter((s) => !existing.has(s.topic));
   if (missing.length === 0) return [];
   const rf = (s: TopicSpec) => (s.replicationFactor === undefined || s.replicationFactor === "broker" ? BROKER_DEFAULT_REPLICATION : s.replicationFactor);
   try {
     await admin.createTopics({
-      waitForLeaders: true,
+      waitForLeaders: false,
       topics: missing.map((s) => ({ topic: s.topic, numPartitions: s.partitions, replicationFactor: rf(s), configEntries: LOG_CONFIG })),
     });
   } catch (err) {
@@ -57,7 +69,41 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): P
     });
     throw new MufoldError(`the broker refused to create ${why.join("; ")}`, { cause: err });
   }
+  await awaitTopicLeaders(admin, missing, leadersWaitMs);
   return missing.map((s) => s.topic);
+}
+
+/**
+ * Ask the broker's metadata again (100 ms, doubling up to 1 s) until every
+ * partition of every topic has a leader; past `waitMs`, fail saying which
+ * topic is not there yet and what the broker last said.
+ */
+export async function awaitTopicLeaders(admin: Admin, specs: readonly TopicSpec[], waitMs = TOPIC_LEADERS_WAIT_MS): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  let delay = 100;
+  let last = "";
+  for (;;) {
+    try {
+      const { topics } = await admin.fetchTopicMetadata({ topics: specs.map((s) => s.topic) });
+      const lacking = specs.filter((spec) => {
+        const found = topics.find((t) => t.name === spec.topic);
+        return found === undefined || found.partitions.length < spec.partitions || found.partitions.some((p) => p.leader < 0);
+      });
+      if (lacking.length === 0) return;
+      last = `${lacking.map((s) => s.topic).join(", ")} without a leader for every partition`;
+    } catch (err) {
+      const type = (err as { type?: unknown }).type;
+      if (typeof type !== "string" || !NOT_VISIBLE_YET.has(type)) throw err;
+      last = `${(err as Error).message} [${type}]`;
+    }
+    if (Date.now() + delay > deadline) {
+      throw new MufoldError(`created ${specs.map((s) => s.topic).join(", ")}, but the broker's metadata did not show them ready within ${waitMs} ms: ${last}`, {
+        retriable: true,
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 1_000);
+  }
 }
 
 export async function topicRetention(admin: Admin, topic: string): Promise<{ retentionMs: string; retentionBytes: string }> {
