@@ -51,6 +51,17 @@ if [[ -x "$venv_python" && -f "$stamp" && "$(cat "$stamp")" == "$stamp_content" 
   exit 0
 fi
 
+# One installer at a time: test files run side by side, and a pip install
+# rewriting the venv under a running client kills it (SIGBUS on the mapped
+# librdkafka). Whoever waited finds the stamp the first one wrote.
+mkdir -p "$repo_root/.cache"
+exec 9>"$repo_root/.cache/foreign-venv.lock"
+flock 9
+if [[ -x "$venv_python" && -f "$stamp" && "$(cat "$stamp")" == "$stamp_content" ]] && command -v kcat >/dev/null 2>&1; then
+  printf '%s\n' "$venv_python"
+  exit 0
+fi
+
 # --- kcat (Debian package) ---------------------------------------------------
 if ! command -v kcat >/dev/null 2>&1; then
   command -v apt-get >/dev/null 2>&1 || die "'kcat' is not on PATH and apt-get is not available: install kcat (https://packages.debian.org/kcat) and re-run $0."

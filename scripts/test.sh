@@ -50,6 +50,8 @@ fi
 export MUFOLD_TEST_DEPTH=full
 npm run build >/dev/null
 bash scripts/setup-reference.sh >/dev/null
+# Once, before the integration files that use them run side by side (the script also locks).
+bash scripts/setup-foreign.sh >/dev/null
 services="$(npx tsx test/support/services/locate.mts)"
 eval "$services"
 export KAFKA_BROKERS REDIS_URL
