@@ -6,7 +6,9 @@
  * (behind_log), every identity that is not equal with its status, the equal ones
  * behind a <details> (a count and the first ones listed), and for each byte
  * mismatch the first differing offset with the bytes around it on both
- * sides, the differing byte highlighted. Pure: data in, a string out.
+ * sides, the differing byte highlighted; and for the differing identities the
+ * caller explained, every delivery of the live generation's packet with what
+ * the fold made of it (`mufold explain`). Pure: data in, a string out.
  *
  * The markup is also well-formed XML (every element closed, only XML
  * entities), so a test can parse it strictly.
@@ -14,6 +16,7 @@
 import type { VerifyCoverage } from "./coverage.js";
 import type { ReplaySummary } from "../replay/replay-summary.js";
 import type { ByteDifference, IdentityResult, VerifyDetails, VerifyFailure } from "./verify.js";
+import type { ProjectionExplanation } from "../../src/client/readback.js";
 
 export interface VerifyPageInput {
   summary: ReplaySummary;
@@ -23,6 +26,8 @@ export interface VerifyPageInput {
   prefix: string;
   startedAt: Date;
   finishedAt: Date;
+  /** Differing identities explained from the live generation (mufold explain), or why one could not be. */
+  explanations?: ReadonlyMap<string, ProjectionExplanation | string>;
 }
 
 export function escapeHtml(text: string): string {
@@ -83,6 +88,31 @@ function differenceSection(result: IdentityResult, d: ByteDifference): string {
 }
 
 const anchor = (identity: string) => `mismatch-${identity}`;
+const explainAnchor = (identity: string) => `explain-${identity}`;
+
+function explanationSection(identity: string, e: ProjectionExplanation | string): string {
+  const head = `<section class="explanation" id="${escapeHtml(explainAnchor(identity))}" data-identity="${escapeHtml(identity)}">\n<h3>${escapeHtml(identity)}</h3>`;
+  if (typeof e === "string") return `${head}\n<p class="note">Not explained: ${escapeHtml(e)}</p>\n</section>`;
+  const c = e.counts;
+  const rows = e.deliveries.map((d) => {
+    const feeds = [d.feeds.subject_id === null ? "" : `subject ${d.feeds.subject_id}`, d.feeds.history ? "history" : "", d.feeds.conflict ? "conflict" : ""].filter((x) => x !== "").join(", ");
+    const decision = d.decision === "rejected" ? `rejected (${d.reason ?? ""})` : d.decision;
+    const time = d.timestamp === null ? "" : new Date(d.timestamp).toISOString();
+    return `<tr class="delivery" data-decision="${d.decision}"><td class="num">${d.partition}</td><td class="num">${d.offset}</td><td>${time}</td><td><code>${escapeHtml(d.observation_id ?? "")}</code></td><td>${escapeHtml(decision)}</td><td>${escapeHtml(feeds)}</td></tr>`;
+  });
+  return [
+    head,
+    `<p>Live generation ${e.generation}, version ${e.version}, status <code>${escapeHtml(e.status)}</code>: ${c.accepted_observation_count} accepted, ${c.duplicate_observation_count} copies, ` +
+      `${c.conflicting_observation_count} conflicting ids (${c.rejected_observation_count} deliveries)` +
+      (e.notIndexed > 0 ? `; ${e.notIndexed} later deliveries past the index's bound not listed` : "") +
+      `. The same as <code>mufold explain --identity ${escapeHtml(identity)}</code>.</p>`,
+    `<table class="identities">`,
+    `<tr><th>partition</th><th>offset</th><th>timestamp</th><th>observation</th><th>decision</th><th>feeds</th></tr>`,
+    ...rows,
+    `</table>`,
+    `</section>`,
+  ].join("\n");
+}
 
 /** Generation-level failures (no identity) and the per-identity reasons with their counts, most frequent first. */
 function reasons(summary: ReplaySummary): string[] {
@@ -167,7 +197,8 @@ export function verifyReportHtml(input: VerifyPageInput): string {
 
   const notEqualRows = details.notEqual.map((r) => {
     const name = r.difference === undefined ? escapeHtml(r.identity) : `<a href="#${escapeHtml(anchor(r.identity))}">${escapeHtml(r.identity)}</a>`;
-    return `<tr class="identity" data-identity="${escapeHtml(r.identity)}" data-status="${r.status}"><td><code>${name}</code></td><td><span class="status status-${r.status}">${r.status}</span></td><td>${escapeHtml(r.detail ?? "")}</td></tr>`;
+    const explain = input.explanations?.has(r.identity) === true ? ` <a class="explain" href="#${escapeHtml(explainAnchor(r.identity))}">explain</a>` : "";
+    return `<tr class="identity" data-identity="${escapeHtml(r.identity)}" data-status="${r.status}"><td><code>${name}</code>${explain}</td><td><span class="status status-${r.status}">${r.status}</span></td><td>${escapeHtml(r.detail ?? "")}</td></tr>`;
   });
   const notEqualSection =
     details.notEqual.length === 0
@@ -217,6 +248,9 @@ export function verifyReportHtml(input: VerifyPageInput): string {
     equalSection,
     `<h2>Byte mismatches</h2>`,
     mismatchSection,
+    ...(input.explanations === undefined || input.explanations.size === 0
+      ? []
+      : [`<h2>Explanations</h2>`, ...[...input.explanations].map(([identity, e]) => explanationSection(identity, e))]),
     `<p class="note">Written by <code>mufold replay --verify --report</code> at ${escapeHtml(input.finishedAt.toISOString())}. Offsets count UTF-8 bytes of the packets from 0.</p>`,
     `</body>`,
     `</html>`,

@@ -6,11 +6,12 @@ import { demoCommand } from "./demo.js";
 import { reportFatal } from "./fatal.js";
 import { foldCommand } from "./fold.js";
 import { guardClosedPipes, writeOut } from "./io.js";
+import { diffCommand, explainCommand } from "./past-commands.js";
 import { readCommand } from "./read.js";
 import { REWARD_MEMORY_COMMANDS, REWARD_MEMORY_USAGE } from "./reward-memory.js";
 import { serveCommand } from "./serve.js";
 import { setupCommand } from "./setup.js";
-import { DEMO, FOLD, MAIN_USAGE, PRODUCE, READ, REPLAY, SERVE, SETUP, SIMULATE, STATUS, CONFIG_EXPLAIN } from "./specs.js";
+import { DEMO, DIFF, EXPLAIN, FOLD, MAIN_USAGE, PRODUCE, READ, REPLAY, SERVE, SETUP, SIMULATE, STATUS, CONFIG_EXPLAIN } from "./specs.js";
 import { statusCommand } from "./status.js";
 import { produceCommand, replayCommand, simulateCommand } from "./stream-commands.js";
 import { packageVersion } from "./version.js";
@@ -22,6 +23,8 @@ const COMMANDS: Record<string, Command> = {
   simulate: simulateCommand,
   fold: foldCommand,
   read: readCommand,
+  explain: explainCommand,
+  diff: diffCommand,
   replay: replayCommand,
   status: statusCommand,
   serve: serveCommand,
@@ -41,6 +44,8 @@ const USAGES: Record<string, string> = {
   simulate: SIMULATE.usage,
   fold: FOLD.usage,
   read: READ.usage,
+  explain: EXPLAIN.usage,
+  diff: DIFF.usage,
   replay: REPLAY.usage,
   status: STATUS.usage,
   serve: SERVE.usage,

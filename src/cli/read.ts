@@ -2,8 +2,10 @@
 import { ContractError, IDENTITY_PATTERN, parsePyJson, validateProjection } from "../core/index.js";
 import { resolveSettings } from "../config/settings.js";
 import { openRedis, readerClientSettings } from "../adapters/redis/connect.js";
-import { AsOfNotAvailableError, ProjectionReader, identityOf } from "../client/readback.js";
+import { ProjectionReader, identityOf } from "../client/readback.js";
+import { AsOfNotAvailableError } from "../client/past.js";
 import type { LogPosition } from "../fold/offset-index.js";
+import { AS_OF_TIME_FORM, parseAsOfTime, parsePositions, type AsOf } from "../client/past.js";
 import { canonicalJson } from "../core/canonical-json.js";
 import { UsageError, type FlagValues } from "./args.js";
 import { commandFlags, stringFlag } from "./command.js";
@@ -12,22 +14,33 @@ import { READ } from "./specs.js";
 
 const SCOPE_FLAGS = ["agent", "project", "corpus", "surface", "retrieval", "policy"] as const;
 
-export type ReadTarget = { list: true } | { list: false; identity: string; validate: boolean; asOf?: LogPosition[] };
-
-const AS_OF_FORM = "PARTITION:OFFSET[,PARTITION:OFFSET…] with non-negative integers, e.g. 3:1200 or 0:17,5:40";
+export type ReadTarget = { list: true } | { list: false; identity: string; validate: boolean; asOf?: AsOf };
 
 /** `--as-of-offset`: one or more partition:offset points, each partition once. */
-export function parseAsOfOffset(text: string): LogPosition[] {
-  const points: LogPosition[] = [];
-  for (const part of text.split(",")) {
-    const m = /^(\d{1,9}):(\d{1,19})$/.exec(part);
-    const offset = m === null ? -1n : BigInt(m[2]!);
-    if (m === null || offset > 0x7fffffffffffffffn) throw new UsageError(`invalid --as-of-offset ${shownValue(text)}: expected ${AS_OF_FORM}`);
-    const partition = Number(m[1]);
-    if (points.some((p) => p.partition === partition)) throw new UsageError(`invalid --as-of-offset ${shownValue(text)}: partition ${partition} is named twice`);
-    points.push({ partition, offset });
-  }
+export function parseAsOfOffset(text: string, flag = "--as-of-offset"): LogPosition[] {
+  const points = parsePositions(text);
+  if ("error" in points) throw new UsageError(`invalid ${flag} ${shownValue(text)}: ${points.error}`);
   return points;
+}
+
+/** `--as-of-time`: an ISO 8601 date-time with its offset. */
+export function parseAsOfTimeFlag(text: string, flag = "--as-of-time"): AsOf {
+  if (parseAsOfTime(text) === null) throw new UsageError(`invalid ${flag} ${shownValue(text)}: expected ${AS_OF_TIME_FORM}`);
+  return { time: text };
+}
+
+/** `--as-of-offset` or `--as-of-time` (not both), or undefined for neither. */
+export function asOfFlags(values: FlagValues): AsOf | undefined {
+  const offsets = stringFlag(values, "as-of-offset");
+  const time = stringFlag(values, "as-of-time");
+  if (offsets !== undefined && time !== undefined) throw new UsageError("give --as-of-offset or --as-of-time, not both");
+  if (offsets !== undefined) return parseAsOfOffset(offsets);
+  return time === undefined ? undefined : parseAsOfTimeFlag(time);
+}
+
+/** A point given as either form (`diff --from/--to`): a time when it starts like a date (YYYY-), else offsets. */
+export function parsePoint(text: string, flag: string): AsOf {
+  return /^\d{4}-/.test(text) ? parseAsOfTimeFlag(text, flag) : parseAsOfOffset(text, flag);
 }
 
 const shownValue = (v: string) => JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}…` : v);
@@ -39,14 +52,14 @@ export function readTarget(values: FlagValues, reducerVersion: string): ReadTarg
   const modes = [identity !== undefined, given.length > 0, values.list === true].filter(Boolean).length;
   if (modes === 0) throw new UsageError(`needs --identity mur_…, the six scope flags (${SCOPE_FLAGS.map((f) => `--${f}`).join(" ")}), or --list`);
   if (modes > 1) throw new UsageError("give one of --identity, the six scope flags or --list, not several");
-  const asOfText = stringFlag(values, "as-of-offset");
+  const point = asOfFlags(values);
   if (values.list === true) {
     if (values.validate === true) throw new UsageError("--validate checks one packet: it does not go with --list");
-    if (asOfText !== undefined) throw new UsageError("--as-of-offset reads one packet: it does not go with --list");
+    if (point !== undefined) throw new UsageError("--as-of-offset and --as-of-time read one packet: they do not go with --list");
     return { list: true };
   }
   const validate = values.validate === true;
-  const asOf = asOfText === undefined ? {} : { asOf: parseAsOfOffset(asOfText) };
+  const asOf = point === undefined ? {} : { asOf: point };
   if (identity !== undefined) {
     if (!IDENTITY_PATTERN.test(identity)) throw new UsageError(`invalid --identity ${shownValue(identity)}: must be mur_ followed by 64 lowercase hex digits`);
     return { list: false, identity, validate, ...asOf };

@@ -103,7 +103,7 @@ Exit 0 after a signal, 1 when the consumer stopped on an error. ${EXITS_CONNECTI
 
 export const READ = streamSpec(
   "read",
-  "(--identity mur_… | --agent A --project P --corpus C --surface S --retrieval R --policy P | --list) [--as-of-offset P:O[,P:O…]] [--validate] ",
+  "(--identity mur_… | --agent A --project P --corpus C --surface S --retrieval R --policy P | --list) [--as-of-offset P:O[,P:O…] | --as-of-time ISO8601] [--validate] ",
   `
 Print one projection packet (canonical JSON), or the list of identities.
 
@@ -116,12 +116,59 @@ Print one projection packet (canonical JSON), or the list of identities.
                      the projection as of that point of the topic: the reducer
                      over the identity's records at or before the offset on each
                      named partition (partitions not named contribute none)
+  --as-of-time ISO8601
+                     or as of a time: the reducer over the identity's records
+                     whose Kafka timestamp is at or before it (e.g.
+                     2026-12-05T09:30:00Z; the offset is required)
 
 Exit 0 printed, 1 the packet failed --validate, 3 no projection for the
 identity, 4 as_of_not_available (the point is past the live generation's
-marks, or its stored state cannot rebuild it: the message names what is
-available). ${EXITS_CONNECTING}`,
-  { identity: str, agent: str, project: str, corpus: str, surface: str, retrieval: str, policy: str, list: bool, validate: bool, "as-of-offset": str },
+marks or later than now, or its stored state cannot rebuild it: the message
+names what is available). ${EXITS_CONNECTING}`,
+  { identity: str, agent: str, project: str, corpus: str, surface: str, retrieval: str, policy: str, list: bool, validate: bool, "as-of-offset": str, "as-of-time": str },
+);
+
+export const EXPLAIN = streamSpec(
+  "explain",
+  "--identity mur_… [--as-of-offset P:O[,P:O…] | --as-of-time ISO8601] [--json] ",
+  `
+List every delivery that reached an identity, in the order the fold applied
+it: partition, offset, Kafka timestamp, observation id, what the fold made
+of it (accepted, duplicate, conflicting, or rejected with the packet's
+reason) and the parts of the packet it feeds (subject and its label
+summary, history entry, conflict entry). The decisions' counts equal the
+packet's counters, printed below the table.
+
+  --identity mur_…   the reducer identity
+  --as-of-offset PARTITION:OFFSET[,PARTITION:OFFSET…] | --as-of-time ISO8601
+                     only the deliveries up to that point (as mufold read)
+  --json             one JSON object: identity, generation, version, status,
+                     counts, not_indexed, as_of, and deliveries (one element
+                     per delivery, with partition, offset, timestamp,
+                     observation_id, decision, reason, repeat and feeds)
+
+Exit 0 printed, 3 no projection for the identity, 4 as_of_not_available.
+${EXITS_CONNECTING}`,
+  { identity: str, "as-of-offset": str, "as-of-time": str, json: bool },
+);
+
+export const DIFF = streamSpec(
+  "diff",
+  "--identity mur_… [--from POINT] [--to POINT] [--json] ",
+  `
+Show what changed in an identity's packet between two points of its past
+(status, counters, subjects field by field, conflicts) and the deliveries
+between them that changed it.
+
+  --identity mur_…   the reducer identity
+  --from POINT       PARTITION:OFFSET[,PARTITION:OFFSET…] or an ISO 8601 time
+                     with its offset (default: before the first delivery)
+  --to POINT         the same (default: every delivery, the live packet)
+  --json             one JSON object instead of the text
+
+Exit 0 printed, 3 no projection for the identity, 4 as_of_not_available.
+${EXITS_CONNECTING}`,
+  { identity: str, from: str, to: str, json: bool },
 );
 
 export const REPLAY = streamSpec(
@@ -308,8 +355,13 @@ export const MAIN_USAGE = `usage: mufold <command> [flags]    (mufold <command> 
                           send deterministic load from many agents
   mufold fold [--http-port P]
                           fold the topic into Redis until SIGTERM/SIGINT
-  mufold read (--identity mur_… | --agent A --project P --corpus C --surface S --retrieval R --policy P | --list) [--as-of-offset P:O[,P:O…]] [--validate]
+  mufold read (--identity mur_… | --agent A --project P --corpus C --surface S --retrieval R --policy P | --list)
+              [--as-of-offset P:O[,P:O…] | --as-of-time ISO8601] [--validate]
                           print one packet
+  mufold explain --identity mur_… [--as-of-offset P:O[,P:O…] | --as-of-time ISO8601] [--json]
+                          every delivery of an identity: what the fold made of it, what it feeds
+  mufold diff --identity mur_… [--from POINT] [--to POINT] [--json]
+                          what changed between two points of an identity's past, and why
   mufold replay [--verify [--to-end] [--report FILE.html]] [--promote] [--keep-shadow] [--drop-after SECONDS]
                 [--change-reducer-version] [--workers N] [--chunk-bytes BYTES]
                           rebuild every projection from offset 0

@@ -11,6 +11,8 @@ import { VerifyDetails } from "../../consumers/verify/verify.js";
 import { verifyReportHtml } from "../../consumers/verify/verify-report.js";
 import { openSender, prepareMessages, produce } from "../../producers/produce.js";
 import { observationRecord } from "../client/producer.js";
+import { ProjectionReader, type ProjectionExplanation } from "../client/readback.js";
+import { openRedis, readerClientSettings } from "../adapters/redis/connect.js";
 import { simulate, DEFAULT_SIMULATION } from "../../producers/simulation.js";
 import { UsageError } from "./args.js";
 import { commandFlags, stringFlag } from "./command.js";
@@ -151,11 +153,39 @@ export async function replayCommand(args: string[]): Promise<number> {
     bar.done();
   }
   if (reportPath !== undefined) {
-    writeFileSync(reportPath, verifyReportHtml({ summary, details: details!, topic: settings.topic, prefix: settings.prefix, startedAt, finishedAt: new Date() }));
+    const explanations = await explainDiffering(settings, details!);
+    writeFileSync(reportPath, verifyReportHtml({ summary, details: details!, topic: settings.topic, prefix: settings.prefix, startedAt, finishedAt: new Date(), explanations }));
   }
   await writeOut(canonicalJson(JSON.parse(JSON.stringify(summary))) + "\n");
   // With --verify the exit code is the verdict: 0 only when every identity was compared and found equal and no live mark is behind.
   return summary.verified === false || summary.mismatches > 0 ? 1 : 0;
+}
+
+/**
+ * For the report: the first MAX_EXPLAINED differing identities explained from the live generation, or why
+ * one could not be (not in it, folded before the index existed, Redis failing). A bound, so a replay that
+ * finds everything different still writes a page a browser opens.
+ */
+const MAX_EXPLAINED = 100;
+
+async function explainDiffering(settings: Settings, details: VerifyDetails): Promise<Map<string, ProjectionExplanation | string>> {
+  const out = new Map<string, ProjectionExplanation | string>();
+  const differing = details.notEqual.slice(0, MAX_EXPLAINED);
+  if (differing.length === 0) return out;
+  const redis = await openRedis(readerClientSettings(settings), settings.connectTimeoutMs);
+  try {
+    const reader = new ProjectionReader(redis, settings.prefix, settings.reducerVersion, settings.topic);
+    for (const { identity } of differing) {
+      try {
+        out.set(identity, (await reader.explain(identity)) ?? "no packet in the live generation");
+      } catch (err) {
+        out.set(identity, err instanceof Error ? err.message : String(err));
+      }
+    }
+  } finally {
+    await redis.quit().catch(() => redis.disconnect());
+  }
+  return out;
 }
 
 /** --report needs --verify, and a folder it can write into: refused before the replay starts, not after it. */

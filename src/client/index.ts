@@ -26,8 +26,14 @@
 export { ProjectionReader, identityOf, type ScopeRef, type ProjectionRead } from "./readback.js";
 /** Options of `ProjectionReader.get`. */
 export type { GetOptions } from "./readback.js";
+/** Explain and diff: every delivery of an identity with what the fold made of it, and what changed between two points. */
+export type { ExplainOptions, ProjectionExplanation, ProjectionChange } from "./readback.js";
+/** One explained delivery, its decision and the parts of the packet it feeds; the decisions counted. */
+export type { ExplainedDelivery, Decision, Feeds, DecisionCounts } from "../fold/provenance.js";
+/** The difference between two points: status, counters, subjects, conflicts and the deliveries between them. */
+export type { ProjectionDiff, Change, SubjectChange } from "../fold/projection-diff.js";
 /** An as-of read: what it used, and the error for a point that is not available. */
-export { AsOfNotAvailableError, type AsOfUsed } from "./readback.js";
+export { AsOfNotAvailableError, type AsOfUsed, type AsOfTime, type AsOf } from "./past.js";
 /** A point of the log: an offset on a partition. */
 export type { LogPosition } from "../fold/offset-index.js";
 export type { FeedEvent, ChangeEvent, GenerationEvent, SubscribeOptions } from "./change-feed.js";

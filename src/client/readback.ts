@@ -10,8 +10,10 @@ import { IDENTITY_PATTERN, normalizeContext, parsePyJson, reducerIdentity, valid
 import { openRedis, readerClientSettings } from "../adapters/redis/connect.js";
 import { RedisControlStore } from "../adapters/redis/control-store.js";
 import { RedisIdentityStore } from "../adapters/redis/identity-store.js";
-import { controlKey, identityKey, markField } from "../adapters/redis/keys.js";
-import { IndexError, packetAsOf, type LogPosition } from "../fold/offset-index.js";
+import { identityKey } from "../adapters/redis/keys.js";
+import { packetOf, stateAsOf, type AsOfPoint } from "../fold/offset-index.js";
+import { explainDeliveries, type ExplainedDelivery, type DecisionCounts } from "../fold/provenance.js";
+import { diffExplanations, type ProjectionDiff } from "../fold/projection-diff.js";
 import { META_FIELDS } from "../fold/stored-names.js";
 import { etagOf } from "../core/digest.js";
 import { statingRefForm } from "../core/fields.js";
@@ -20,6 +22,7 @@ import { followChanges, type FeedEvent, type SubscribeOptions } from "./change-f
 import { settingsOf, type ClientOptions } from "./options.js";
 import { SETTINGS } from "../config/settings.js";
 import type { Projection } from "./projection.js";
+import { asOfPoint, asOfUsed, loadPast, pastTheBound, type AsOf, type AsOfUsed, type PastSource, type StoredPast } from "./past.js";
 
 /** What names a projection without its identity: the scope, the two snapshots and the reducer version. */
 export interface ScopeRef {
@@ -67,36 +70,52 @@ export interface GetOptions {
   /** Run the fail-closed readback validator first (throws ContractError if the packet is not valid). */
   validate?: boolean;
   /**
-   * The projection as of a point of the log: the reducer over the identity's records at or before the offset
-   * on each named partition of the reader's topic (a partition not named contributes none of its records).
-   * Throws AsOfNotAvailableError (code `as_of_not_available`) for a point the live generation has not folded,
-   * or one its stored state cannot rebuild.
+   * The projection as of a point of the past. Positions: the reducer over the identity's records at or before
+   * the offset on each named partition of the reader's topic (a partition not named contributes none of its
+   * records). A time: over its records whose Kafka timestamp (the topic's timestamp type) is at or before it.
+   * Throws AsOfNotAvailableError (code `as_of_not_available`) for a position the live generation has not
+   * folded, a time later than now, or a point its stored state cannot rebuild.
    */
-  asOf?: LogPosition | readonly LogPosition[];
+  asOf?: AsOf;
 }
 
-/** What an as-of read used. */
-export interface AsOfUsed {
-  /** The points asked for. */
-  points: LogPosition[];
-  /** The identity's deliveries at or before them: the records the packet is the reducer over. */
-  deliveries: number;
+/** An identity's deliveries explained (ProjectionReader.explain). */
+export interface ProjectionExplanation {
+  identity: string;
+  generation: number;
+  version: number;
+  /** The packet's status at the point. */
+  status: string;
+  /** The packet the deliveries make: the as-of read's bytes (the live packet without a point). */
+  text: string;
+  etag: string;
+  /** Every indexed delivery the point includes, in the order applied (src/fold/provenance.ts says what each decision means). */
+  deliveries: ExplainedDelivery[];
+  /** The decisions counted: equal to the packet's counters of the same names. */
+  counts: DecisionCounts;
+  /** Deliveries past the index's bound (1,025 kept): counted, not listed. */
+  notIndexed: number;
+  asOf?: AsOfUsed;
 }
 
-/** An as-of point the live generation cannot answer; `available` names what it can. */
-export class AsOfNotAvailableError extends MufoldError {
-  readonly code = "as_of_not_available";
-  constructor(
-    message: string,
-    /** Per partition named: the offsets that can be asked for (`from` to `to`, inclusive), or null when none. */
-    readonly available: { partition: number; from: bigint; to: bigint } | null,
-  ) {
-    super(`as_of_not_available: ${message}`, { retriable: false });
-  }
+/** Where an explain looks: a point of the past, or (absent) the identity's whole indexed past. */
+export interface ExplainOptions {
+  asOf?: AsOf;
 }
 
 const READ_ATTEMPTS = 5;
 const DEFAULT_TOPIC = SETTINGS.topic.default;
+
+/** What changed between two points of an identity's past (ProjectionReader.diff), with both explanations. */
+export interface ProjectionChange extends ProjectionDiff {
+  identity: string;
+  from: ProjectionExplanation;
+  to: ProjectionExplanation;
+}
+
+function checkIdentity(identity: string): void {
+  if (!IDENTITY_PATTERN.test(identity)) throw new MufoldError(`invalid identity ${JSON.stringify(identity.slice(0, 80))}: must be mur_ followed by 64 lowercase hex digits`);
+}
 
 /**
  * Reads packets from Redis: `ProjectionReader.connect(options)` opens a
@@ -169,8 +188,8 @@ export class ProjectionReader {
    */
   async get(target: string | ScopeRef, options: GetOptions = {}): Promise<ProjectionRead | null> {
     const identity = typeof target === "string" ? target : identityOf(target, this.reducerVersion);
-    if (!IDENTITY_PATTERN.test(identity)) throw new MufoldError(`invalid identity ${JSON.stringify(identity.slice(0, 80))}: must be mur_ followed by 64 lowercase hex digits`);
-    if (options.asOf !== undefined) return this.getAsOf(identity, Array.isArray(options.asOf) ? [...(options.asOf as LogPosition[])] : [options.asOf as LogPosition], options);
+    checkIdentity(identity);
+    if (options.asOf !== undefined) return this.getAsOf(identity, asOfPoint(options.asOf), options);
     for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
       const generation = await this.generation();
       const meta = identityKey(this.prefix, generation, identity, "m");
@@ -192,57 +211,63 @@ export class ProjectionReader {
   }
 
   /**
-   * The as-of read: the live generation's marks bound what can be asked for (read first: everything before a
-   * mark is applied), then one atomic call reads the identity's payloads and offset index, and the reducer runs
-   * over the deliveries at or before the points (src/fold/offset-index.ts). One identity's records, no topic scan.
+   * The as-of read (GetOptions.asOf): the reducer over the deliveries the point includes, rebuilt from the
+   * identity's stored payloads and offset index (src/client/past.ts).
    */
-  private async getAsOf(identity: string, points: LogPosition[], options: GetOptions): Promise<ProjectionRead | null> {
-    if (points.length === 0) throw new MufoldError("an as-of read needs at least one partition:offset");
-    for (const p of points) {
-      if (!Number.isSafeInteger(p.partition) || p.partition < 0 || typeof p.offset !== "bigint" || p.offset < 0n) {
-        throw new MufoldError(`invalid as-of point ${String(p.partition)}:${String(p.offset)}: a partition and an offset, both non-negative integers (the offset a bigint)`);
-      }
-    }
-    for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
-      const generation = await this.generation();
-      for (const p of points) {
-        const mark = await this.redis.hget(controlKey(this.prefix), markField(generation, this.topic, p.partition));
-        const next = mark === null ? 0n : BigInt(mark);
-        if (p.offset >= next) {
-          throw new AsOfNotAvailableError(
-            next === 0n
-              ? `generation ${generation} has folded nothing of ${this.topic} partition ${p.partition}`
-              : `generation ${generation} has folded ${this.topic} partition ${p.partition} up to offset ${next - 1n}: as-of offsets 0 to ${next - 1n} are available there, not ${p.offset}`,
-            next === 0n ? null : { partition: p.partition, from: 0n, to: next - 1n },
-          );
-        }
-      }
-      const stored = await this.store.loadHistory(generation, identity);
-      const version = stored.meta[META_FIELDS.version];
-      const context = stored.meta.ctx;
-      if (version === undefined || context === undefined) {
-        if ((await this.generation()) === generation) return null;
-        continue; // a promote moved the generation under the read
-      }
-      let asOf: { packet: string; used: number } | null;
-      try {
-        asOf = packetAsOf(
-          { context: JSON.parse(context) as never, deliveries: Number(stored.meta[META_FIELDS.deliveries] ?? "0"), records: stored.records, history: stored.history, index: stored.index },
-          points,
-        );
-      } catch (err) {
-        if (err instanceof IndexError) throw new AsOfNotAvailableError(`${identity}: ${err.message}`, null);
-        throw err;
-      }
-      if (asOf === null) {
-        throw new AsOfNotAvailableError(`${identity} passed the delivery bound: its payloads are dropped, so only points that include the delivery that crossed it (the packet is then the rejected one) are available`, null);
-      }
-      const text = asOf.packet;
-      if (options.validate === true) validateProjection(parsePyJson(text));
-      const projection = JSON.parse(text) as Projection;
-      return { identity, generation, version: Number(version), text, projection, etag: etagOf(text), asOf: { points, deliveries: asOf.used } };
-    }
-    throw new MufoldError(`the generation of ${identity} changed during ${READ_ATTEMPTS} reads in a row: retry`, { retriable: true });
+  private async getAsOf(identity: string, point: AsOfPoint, options: GetOptions): Promise<ProjectionRead | null> {
+    const past = await loadPast(this.pastSource(), identity, [point]);
+    if (past === null) return null;
+    const asOf = stateAsOf(past.deliveries, point);
+    if (asOf === null) throw pastTheBound(identity);
+    const text = packetOf(past.context, asOf.state);
+    if (options.validate === true) validateProjection(parsePyJson(text));
+    const projection = JSON.parse(text) as Projection;
+    return { identity, generation: past.generation, version: past.version, text, projection, etag: etagOf(text), asOf: asOfUsed(point, past.deliveries, asOf.used) };
+  }
+
+  /**
+   * Every delivery that reached an identity (up to a point of its past, or all of them): its position, Kafka
+   * timestamp and observation id, what the fold made of it and which parts of the packet it feeds. Null for an
+   * unknown identity; AsOfNotAvailableError as for an as-of read.
+   *
+   * ```ts
+   * const why = await reader.explain("mur_…");
+   * for (const d of why?.deliveries ?? []) console.log(d.partition, d.offset, d.observation_id, d.decision);
+   * ```
+   */
+  async explain(identity: string, options: ExplainOptions = {}): Promise<ProjectionExplanation | null> {
+    checkIdentity(identity);
+    const point = options.asOf === undefined ? null : asOfPoint(options.asOf);
+    const past = await loadPast(this.pastSource(), identity, [point]);
+    if (past === null) return null;
+    return this.explained(identity, past, point);
+  }
+
+  /**
+   * What changed in an identity's packet between two points of its past and which deliveries changed it.
+   * `from` absent: before its first delivery; `to` absent: its whole indexed past. Null for an unknown identity.
+   */
+  async diff(identity: string, from: AsOf | undefined, to: AsOf | undefined): Promise<ProjectionChange | null> {
+    checkIdentity(identity);
+    const start: AsOfPoint = from === undefined ? { points: [] } : asOfPoint(from);
+    const end = to === undefined ? null : asOfPoint(to);
+    const past = await loadPast(this.pastSource(), identity, [start, end]);
+    if (past === null) return null;
+    const a = this.explained(identity, past, start);
+    const b = this.explained(identity, past, end);
+    return { identity, ...diffExplanations({ ...a, packet: a.text }, { ...b, packet: b.text }), from: a, to: b };
+  }
+
+  private explained(identity: string, past: StoredPast, point: AsOfPoint | null): ProjectionExplanation {
+    const explanation = explainDeliveries(past.context, past.deliveries, point);
+    if (explanation === null) throw pastTheBound(identity);
+    const { packet, status, deliveries, counts } = explanation;
+    const base = { identity, generation: past.generation, version: past.version, status, text: packet, etag: etagOf(packet), deliveries, counts, notIndexed: point === null ? past.notIndexed : 0 };
+    return point === null ? base : { ...base, asOf: asOfUsed(point, past.deliveries, deliveries.length) };
+  }
+
+  private pastSource(): PastSource {
+    return { redis: this.redis, prefix: this.prefix, topic: this.topic, store: this.store, generation: () => this.generation() };
   }
 
   /** The identities with a packet in a generation (default: the live one). */

@@ -35,6 +35,7 @@ export function routeRecords(records: readonly SourceRecord[], options: Decision
       topic: record.topic,
       partition: record.partition,
       offset: BigInt(record.offset),
+      timestamp: record.timestamp,
     });
   }
   return { identities: [...byIdentity.values()], rejected, accepted };

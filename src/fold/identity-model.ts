@@ -34,6 +34,8 @@ export interface Delivery {
   topic: string;
   partition: number;
   offset: bigint;
+  /** The record's Kafka timestamp (ms since the epoch, decimal), as the offset index keeps it. */
+  timestamp?: string | undefined;
 }
 
 /** What one applied change did, as the change feed announces it. */

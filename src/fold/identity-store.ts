@@ -77,6 +77,9 @@ export interface IdentityStore {
   /** The meta hash, delivery records and history fragments of one identity; all empty for an identity never written. */
   load(generation: number, identity: string): Promise<StoredIdentity>;
 
+  /** What `load` returns and the offset index (offset-index.ts), read at once: what an answer about the past needs. */
+  loadHistory(generation: number, identity: string): Promise<StoredIdentity & { index: string[] }>;
+
   /**
    * Atomically, if the stored version is `expectedVersion` (0: nothing
    * stored): set the watermarks in meta (field → decimal offset), run `ops`,

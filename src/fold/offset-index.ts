@@ -8,8 +8,10 @@
  *
  * An entry is ASCII text:
  *
- *   <partition>:<offset><kind><ref>[<mark><created_at>]
+ *   <partition>:<offset>[/<timestamp>]<kind><ref>[<mark><created_at>]
  *
+ *  - timestamp: the record's Kafka timestamp (ms since the epoch, the
+ *    topic's timestamp type), when the record has one; as-of-time reads use it.
  *  - kind `+`: the first delivery of a distinct payload (an id's fingerprint);
  *    `.`: a repeat of a payload delivered before.
  *  - ref: the shortest prefix (at least REF_MIN hex digits) of the
@@ -50,6 +52,16 @@ const FP_HEAD = "muof_".length;
 export interface LogPosition {
   partition: number;
   offset: bigint;
+}
+
+/** Where a delivery is: its position and, when the record has one, its Kafka timestamp (ms, decimal). */
+export interface IndexedPosition extends LogPosition {
+  timestamp?: string | undefined;
+}
+
+/** `/<timestamp>` for a record with a timestamp (a non-negative integer); "" for one without (a pre-0.10 message says -1). */
+function timestampPart(timestamp: string | undefined): string {
+  return timestamp !== undefined && /^\d{1,16}$/.test(timestamp) ? `/${timestamp}` : "";
 }
 
 /** The hex digits of a fingerprint from `at` (the ref's bucket key is the first REF_MIN). */
@@ -94,21 +106,23 @@ export class IndexRefs {
 }
 
 /** The entry of a delivery (see the header). `prior`: the payload's earliest observation before this delivery, if it was delivered before. */
-export function indexEntry(position: LogPosition, ref: string, observation: Observation, prior: Observation | undefined, earlier: boolean): string {
-  const head = `${position.partition}:${position.offset}`;
+export function indexEntry(position: IndexedPosition, ref: string, observation: Observation, prior: Observation | undefined, earlier: boolean): string {
+  const head = `${position.partition}:${position.offset}${timestampPart(position.timestamp)}`;
   if (prior === undefined) return `${head}+${ref}`;
   if (observation.created_at === prior.created_at) return `${head}.${ref}`;
   return earlier ? `${head}.${ref}<${prior.created_at}` : `${head}.${ref}=${observation.created_at}`;
 }
 
 /** The entry of a delivery past the bound: its position only. */
-export function sealedEntry(position: LogPosition): string {
-  return `${position.partition}:${position.offset}`;
+export function sealedEntry(position: IndexedPosition): string {
+  return `${position.partition}:${position.offset}${timestampPart(position.timestamp)}`;
 }
 
 interface ParsedEntry {
   partition: number;
   offset: bigint;
+  /** ms since the epoch; null: the record had none. */
+  timestamp: number | null;
   /** null: past the bound. */
   kind: "+" | "." | null;
   ref: string;
@@ -116,7 +130,7 @@ interface ParsedEntry {
   createdAt: string;
 }
 
-const ENTRY = /^(\d+):(\d+)(?:([+.])([0-9a-f]+)(?:([=<])([\s\S]*))?)?$/;
+const ENTRY = /^(\d+):(\d+)(?:\/(\d+))?(?:([+.])([0-9a-f]+)(?:([=<])([\s\S]*))?)?$/;
 
 export function parseEntry(text: string): ParsedEntry {
   const m = ENTRY.exec(text);
@@ -124,10 +138,11 @@ export function parseEntry(text: string): ParsedEntry {
   return {
     partition: Number(m[1]),
     offset: BigInt(m[2]!),
-    kind: (m[3] as "+" | "." | undefined) ?? null,
-    ref: m[4] ?? "",
-    mark: (m[5] as "=" | "<" | undefined) ?? null,
-    createdAt: m[6] ?? "",
+    timestamp: m[3] === undefined ? null : Number(m[3]),
+    kind: (m[4] as "+" | "." | undefined) ?? null,
+    ref: m[5] ?? "",
+    mark: (m[6] as "=" | "<" | undefined) ?? null,
+    createdAt: m[7] ?? "",
   };
 }
 
@@ -154,6 +169,8 @@ export interface StoredHistory {
 export interface IndexedDelivery {
   partition: number;
   offset: bigint;
+  /** The record's Kafka timestamp (ms since the epoch); null when it had none. */
+  timestamp: number | null;
   /** null: past the bound (its payload is not needed: the packet is rejected from there on). */
   observation: Observation | null;
   fingerprint: string;
@@ -166,7 +183,7 @@ export function indexedDeliveries(stored: StoredHistory): IndexedDelivery[] {
     throw new IndexError(`the offset index holds ${entries.length} of the identity's ${stored.deliveries} deliveries (it was folded before mufold kept one): a replay rebuilds it`);
   }
   const sealed = stored.deliveries > MAX_PROJECTION_OBSERVATIONS;
-  const out: IndexedDelivery[] = entries.map((e) => ({ partition: e.partition, offset: e.offset, observation: null, fingerprint: "" }));
+  const out: IndexedDelivery[] = entries.map((e) => ({ partition: e.partition, offset: e.offset, timestamp: e.timestamp, observation: null, fingerprint: "" }));
   if (sealed) return out; // the payloads are dropped past the bound: positions only
   const payloads: FingerprintState[] = [];
   for (const versions of decodeStoredState(stored.records, stored.history, stored.context).values()) payloads.push(...versions);
@@ -210,7 +227,7 @@ export function indexedDeliveries(stored: StoredHistory): IndexedDelivery[] {
     if (e.mark === "=") createdAt = e.createdAt;
     else if (e.mark === "<") current.set(p, e.createdAt);
     const obs = createdAt === p.representative.created_at ? p.representative : { ...p.representative, created_at: createdAt };
-    out[i] = { partition: e.partition, offset: e.offset, observation: obs, fingerprint: p.fingerprint };
+    out[i] = { partition: e.partition, offset: e.offset, timestamp: e.timestamp, observation: obs, fingerprint: p.fingerprint };
   }
   return out;
 }
@@ -221,13 +238,30 @@ export function atOrBefore(d: { partition: number; offset: bigint }, points: rea
   return false;
 }
 
-/** The identity state of the deliveries at or before the points, or null when they include a delivery whose payload is gone (past the bound) without being past it. */
-export function stateAsOf(deliveries: readonly IndexedDelivery[], points: readonly LogPosition[]): { state: IdentityState; used: number } | null {
+/** Which deliveries a point of the past includes: positions on partitions, or a time. */
+export type AsOfPoint = { points: readonly LogPosition[] } | { time: number };
+
+/** Whether a delivery is included by an as-of point; throws IndexError for a time and a delivery indexed without a timestamp. */
+export function includes(point: AsOfPoint, d: IndexedDelivery): boolean {
+  if ("points" in point) return atOrBefore(d, point.points);
+  if (d.timestamp === null) throw new IndexError(`the delivery at ${d.partition}:${d.offset} was indexed without a timestamp: only offsets can name a point of this identity's past`);
+  return d.timestamp <= point.time;
+}
+
+/** Per partition, the last of the deliveries included: the offsets an as-of answer used. */
+export function lastUsed(deliveries: readonly IndexedDelivery[], point: AsOfPoint): LogPosition[] {
+  const last = new Map<number, bigint>();
+  for (const d of deliveries) if (includes(point, d) && (last.get(d.partition) ?? -1n) < d.offset) last.set(d.partition, d.offset);
+  return [...last].sort((a, b) => a[0] - b[0]).map(([partition, offset]) => ({ partition, offset }));
+}
+
+/** The identity state of the deliveries an as-of point includes, or null when they include a delivery whose payload is gone (past the bound) without being past it. */
+export function stateAsOf(deliveries: readonly IndexedDelivery[], point: AsOfPoint): { state: IdentityState; used: number } | null {
   const state = emptyIdentityState();
   let used = 0;
   let payloadless = false;
   for (const d of deliveries) {
-    if (!atOrBefore(d, points)) continue;
+    if (!includes(point, d)) continue;
     used++;
     if (d.observation === null) {
       payloadless = true;
@@ -240,13 +274,19 @@ export function stateAsOf(deliveries: readonly IndexedDelivery[], points: readon
 }
 
 /**
- * The packet as of the points: the reducer over the identity's deliveries at or before them, rebuilt from its
- * stored payloads and offset index; `used`, how many deliveries that is. Null when they include a delivery
+ * The packet as of a point: the reducer over the identity's deliveries it includes, rebuilt from its
+ * stored payloads and offset index; `used`, how many deliveries that is, and `last`, the last offset used per partition. Null when they include a delivery
  * whose payload is gone (past the bound) but not all up to the bound. Throws IndexError when the index does
  * not cover the stored state.
  */
-export function packetAsOf(stored: StoredHistory, points: readonly LogPosition[]): { packet: string; used: number } | null {
-  const asOf = stateAsOf(indexedDeliveries(stored), points);
+export function packetAsOf(stored: StoredHistory, point: AsOfPoint): { packet: string; used: number; last: LogPosition[] } | null {
+  const deliveries = indexedDeliveries(stored);
+  const asOf = stateAsOf(deliveries, point);
   if (asOf === null) return null;
-  return { packet: assembleParts(computeParts(stored.context, asOf.state, undefined, "on read")), used: asOf.used };
+  return { packet: packetOf(stored.context, asOf.state), used: asOf.used, last: lastUsed(deliveries, point) };
+}
+
+/** The packet of an identity state, as the reducer gives it. */
+export function packetOf(context: ReducerContext, state: IdentityState): string {
+  return assembleParts(computeParts(context, state, undefined, "on read"));
 }

@@ -30,6 +30,9 @@ describe("faults: nothing lost, nothing doubled, same bytes after any restart", 
     expect(report.scaleEvents).toEqual(["1", "3", "1"]);
     expect(report.identities).toBeGreaterThanOrEqual(200);
     expect({ mismatches: report.mismatches, lost: report.lost, doubled: report.doubled }).toEqual({ mismatches: 0, lost: 0, doubled: 0 });
+    // Explain and as-of reads after the kills and the Redis that lost its state.
+    expect(report.past.mismatches).toEqual([]);
+    expect([report.past.identities, report.past.points]).toEqual([20, 60]);
   });
 });
 
@@ -53,6 +56,8 @@ describe("hostile input: every invalid record is dead-lettered, every projection
     console.log(`[hostile] ${JSON.stringify(report)}`);
     expect(report.hostile).toBeGreaterThanOrEqual(4000);
     expect({ mismatches: report.mismatches, lost: report.lost, doubled: report.doubled }).toEqual({ mismatches: 0, lost: 0, doubled: 0 });
+    expect(report.past.mismatches).toEqual([]); // dead letters are no deliveries of any identity
+    expect(report.past.identities).toBe(20);
     const audit = await auditDlq(hostileSettings, await readTopic(hostileSettings));
     console.log(`[hostile] DLQ audit ${JSON.stringify(audit)}`);
     expect(audit.intended).toBe(report.hostile); // the generator's hostile records, each with the reason it meant

@@ -23,6 +23,7 @@ import { simulate } from "../../producers/simulation.js";
 import type { Observation } from "../../src/core/index.js";
 import { Prng } from "../../producers/simulation.js";
 import { REPO_ROOT } from "../support/reference.js";
+import { checkPast } from "../support/past-check.js";
 import { comparePackets, expectedPackets, quietLog, readAllPackets, sleep, spawnWorker, stopWorker, waitCaughtUp } from "../support/pipeline.js";
 import type { OutMessage } from "../../src/adapters/kafka/producer.js";
 
@@ -55,6 +56,8 @@ export interface ChaosReport {
   doubled: number;
   missingIdentities: number;
   extraIdentities: number;
+  /** Answers about the past checked after the faults (test/support/past-check.ts), and those that were wrong. */
+  past: { identities: number; points: number; mismatches: string[] };
   seconds: number;
 }
 
@@ -101,15 +104,19 @@ export async function runChaos(settings: Settings, o: ChaosOptions): Promise<Cha
   const rng = new Prng(o.seed);
   const report: ChaosReport = {
     observations: 0, hostile: 0, identities: 0, kills: 0, brokerRestarts: 0, redisRestarts: 0, promotes: 0,
-    scaleEvents: [], mismatches: 0, lost: 0, doubled: 0, missingIdentities: 0, extraIdentities: 0, seconds: 0,
+    scaleEvents: [], mismatches: 0, lost: 0, doubled: 0, missingIdentities: 0, extraIdentities: 0, past: { identities: 0, points: 0, mismatches: [] }, seconds: 0,
   };
 
   const messages: OutMessage[] = [];
   const generated: Observation[] = [];
+  /** The valid records' values, to find them on the log. */
+  const byValue = new Map<string, Observation>();
   let i = 0;
   for (const d of simulate({ agents: o.agents, observationsPerAgent: o.observationsPerAgent, snapshotEvery: o.snapshotEvery, duplicateRate: 0.1, conflictRate: 0.01, seed: o.seed })) {
-    messages.push(observationRecord(d.observation));
+    const record = observationRecord(d.observation);
+    messages.push(record);
     generated.push(d.observation);
+    byValue.set(String(record.value), d.observation);
     report.observations++;
     if (o.hostile && o.hostileEvery && ++i % o.hostileEvery === 0) {
       messages.push(o.hostile(rng, d.observation));
@@ -232,6 +239,12 @@ export async function runChaos(settings: Settings, o: ChaosOptions): Promise<Cha
     if (got < want) report.lost += want - got;
     if (got > want) report.doubled += got - want;
   }
+  // The past of identities drawn at random: explain and as-of reads over the records where the log has them.
+  const placed = records.flatMap((r) => {
+    const observation = r.value === null ? undefined : byValue.get(r.value.toString("utf8"));
+    return observation === undefined ? [] : [{ observation, partition: r.partition, offset: BigInt(r.offset) }];
+  });
+  report.past = await checkPast(settings, placed, { identities: 20, pointsPerIdentity: 3, seed: o.seed });
   report.seconds = (Date.now() - started) / 1000;
   return report;
 }

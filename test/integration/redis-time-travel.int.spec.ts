@@ -33,6 +33,7 @@ import { observationRecord } from "../../src/client/producer.js";
 import { produce } from "../../producers/produce.js";
 import { simulate } from "../../producers/simulation.js";
 import { readTopic } from "../chaos/harness.js";
+import { checkPast } from "../support/past-check.js";
 import { BIN, comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { PrivateRedis } from "../support/private-redis.js";
 import { restorePrefix, snapshotPrefix } from "../support/redis-snapshot.js";
@@ -140,13 +141,23 @@ class Run {
     );
   }
 
-  /** The packets become exactly the reducer's over the whole topic, the fold whole again, the group at the end. */
+  /**
+   * The packets become exactly the reducer's over the whole topic, the fold whole again, the group at the end;
+   * and the past is exact too: explain lists each identity's records once, as-of reads are the reducer's.
+   */
   async converge(worker: FoldWorker, settings = this.settings): Promise<void> {
     const expected = await this.expected();
     await until("the packets to become exact", async () => same(await packetsNow(settings), expected), 120_000, 200);
     await until("the fold whole again", () => worker.state === "folding", 60_000);
     await waitCaughtUp(settings);
     expect(comparePackets(await readAllPackets(settings), expected)).toEqual(exact);
+    const placed = (await readTopic(this.settings)).flatMap((r) => {
+      const d = decideRecord(r, { reducerVersion: this.settings.reducerVersion, maxValueBytes: this.settings.maxValueBytes });
+      return d.kind === "accept" ? [{ observation: d.observation, partition: r.partition, offset: BigInt(r.offset) }] : [];
+    });
+    const past = await checkPast(settings, placed, { identities: 8, pointsPerIdentity: 3, seed: this.produced });
+    expect(past.mismatches).toEqual([]);
+    expect(past.identities).toBe(Math.min(8, expected.size));
   }
 }
 

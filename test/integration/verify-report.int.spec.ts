@@ -21,6 +21,7 @@ import { RedisControlStore } from "../../src/adapters/redis/control-store.js";
 import { RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
 import type { Settings } from "../../src/config/settings.js";
 import { identityKeys, partIndex } from "../../src/adapters/redis/keys.js";
+import { contextOfObservation, reducerIdentity } from "../../src/core/index.js";
 import { BIN, dropPrefix, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { byClass, findAll, parseXml, textOf, type XmlElement } from "../support/xml.js";
 
@@ -113,5 +114,15 @@ describe("replay --verify --report", () => {
     expect(textOf(byClass(mismatch!, "offset")[0]!)).toBe(String(offset));
     const marked = Object.fromEntries(byClass(mismatch!, "bytes").map((b) => [b.attrs["data-side"], byClass(b, "diff").map(textOf)]));
     expect(marked).toEqual({ live: [String.fromCharCode(livePacket[offset]!)], rebuilt: [String.fromCharCode(rebuiltPacket[offset]!)] });
+
+    // The differing identity links to its explanation: one row per record of that identity on the topic.
+    const link = findAll(page, (e) => e.name === "a" && e.attrs.class === "explain");
+    expect(link.map((a) => a.attrs.href)).toEqual([`#explain-${victim}`]);
+    const [explanation] = byClass(page, "explanation");
+    expect(explanation!.attrs.id).toBe(`explain-${victim}`);
+    const victimRecords = observations.filter((o) => reducerIdentity(contextOfObservation(o, settings.reducerVersion)) === victim);
+    const rows2 = findAll(explanation!, (e) => e.name === "tr" && e.attrs.class === "delivery");
+    expect(rows2.map((tr) => textOf(tr.children.filter((c): c is XmlElement => typeof c !== "string")[3]!))).toEqual(victimRecords.map((o) => o.observation_id));
+    expect(rows2.every((tr) => tr.attrs["data-decision"] === "accepted")).toBe(true); // no duplicates, no conflicts were sent
   });
 });

@@ -11,6 +11,7 @@ import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../src/
 import { simulate, Prng, type SimulationOptions } from "../../producers/simulation.js";
 import { contextOfObservation, observationFingerprint, reducerIdentity, type Observation } from "../../src/core/index.js";
 import type { PartOp } from "../../src/fold/delta.js";
+import { packetAsOf } from "../../src/fold/offset-index.js";
 import { PositionContradictedError, StaleVersionError, StateLostError, type IdentityStore } from "../../src/fold/identity-store.js";
 import type { IdentityPart } from "../../src/fold/stored-names.js";
 import { scopeKey } from "../../src/fold/scope-key.js";
@@ -26,6 +27,8 @@ export interface LivePositions {
 }
 
 const REDUCER_VERSION = "memory_utility_reducer_v0";
+/** The Kafka timestamp of the record at offset 0 of any partition; each later offset one ms later. */
+const TIMESTAMP0 = 1_790_000_000_000;
 const G = 1;
 
 /** The pure reducer over each identity's deliveries (the oracle every pipeline test uses). */
@@ -76,7 +79,14 @@ function route(slice: readonly Sent[]): IdentityBatch[] {
     const identity = reducerIdentity(context);
     let batch = by.get(identity);
     if (batch === undefined) by.set(identity, (batch = { identity, context, deliveries: [] }));
-    batch.deliveries.push({ observation: s.observation, fingerprint: observationFingerprint(s.observation), topic: "t", partition: s.partition, offset: s.offset });
+    batch.deliveries.push({
+      observation: s.observation,
+      fingerprint: observationFingerprint(s.observation),
+      topic: "t",
+      partition: s.partition,
+      offset: s.offset,
+      timestamp: String(TIMESTAMP0 + Number(s.offset)),
+    });
   }
   return [...by.values()];
 }
@@ -414,6 +424,30 @@ export function identityStoreContract(name: string, makeStore: StoreFactory, pos
         await fold(new IdentityApplier(store, 10, { feed: true }), G, all.slice(1_060), new Prng(1025), 20);
         await expectReducerBytes(store, G, all);
         expect((await store.load(G, identity!)).meta.n).toBe("1100");
+      });
+
+      it("the offset index holds each delivery once, in the order applied, with its position and timestamp; as-of reads from it are the reducer's", async () => {
+        const store = await makeStore();
+        const deliveries = sent({ agents: 3, observationsPerAgent: 60, scopesPerAgent: 2, snapshotEvery: 1_000, duplicateRate: 0.2, conflictRate: 0.08, seed: 36 });
+        const rng = new Prng(36);
+        // Redeliveries (a batch sent again, as after a crash) and a cold cache: neither adds an entry.
+        await fold(new IdentityApplier(store, 2, { feed: true }), G, deliveries.slice(0, 100), rng, 17);
+        await fold(new IdentityApplier(store, 2, { feed: true }), G, deliveries.slice(60), rng, 23);
+        const byIdentity = new Map<string, Sent[]>();
+        for (const d of deliveries) {
+          const id = reducerIdentity(contextOfObservation(d.observation, REDUCER_VERSION));
+          byIdentity.set(id, [...(byIdentity.get(id) ?? []), d]);
+        }
+        for (const [identity, mine] of byIdentity) {
+          const stored = await store.loadHistory(G, identity);
+          // Written out here: <partition>:<offset>/<timestamp> then the kind; the fold's timestamps are the fixture's.
+          expect(stored.index.map((e) => /^\d+:\d+\/\d+/.exec(e)?.[0])).toEqual(mine.map((d) => `${d.partition}:${d.offset}/${TIMESTAMP0 + Number(d.offset)}`));
+          const history = { context: contextOfObservation(mine[0]!.observation, REDUCER_VERSION), deliveries: Number(stored.meta.n), records: stored.records, history: stored.history, index: stored.index };
+          for (const at of [mine[0]!, rng.pick(mine), mine.at(-1)!]) {
+            const upTo = mine.filter((d) => d.partition === at.partition && d.offset <= at.offset).map((d) => d.observation);
+            expect(packetAsOf(history, { points: [{ partition: at.partition, offset: at.offset }] })?.packet).toBe(reducerPackets(upTo).get(identity));
+          }
+        }
       });
 
       it("batches of random sizes store the same bytes, records, watermarks and digests as one batch", async () => {

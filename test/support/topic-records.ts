@@ -16,6 +16,8 @@ export interface TopicRecord {
   partition: number;
   offset: bigint;
   value: Buffer;
+  /** The record's Kafka timestamp (ms since the epoch), as the broker returns it. */
+  timestamp: number;
 }
 
 /** Every record value on a topic with its partition and offset, each partition in offset order. */
@@ -42,7 +44,7 @@ export async function topicRecords(settings: Settings, topic: string = settings.
         .run({
           eachBatch: async ({ batch, resolveOffset }) => {
             for (const message of batch.messages) {
-              if (message.value !== null) values.push({ partition: batch.partition, offset: BigInt(message.offset), value: message.value });
+              if (message.value !== null) values.push({ partition: batch.partition, offset: BigInt(message.offset), value: message.value, timestamp: Number(message.timestamp) });
               resolveOffset(message.offset);
             }
             const end = ends.get(batch.partition);

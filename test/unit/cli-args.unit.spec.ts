@@ -1,7 +1,7 @@
 /** The argument parser, the typed flag values and `read`'s target, all checked before any work. */
 import { describe, expect, it } from "vitest";
 import { UsageError, parseCommandArgs, type CommandSpec } from "../../src/cli/args.js";
-import { readTarget } from "../../src/cli/read.js";
+import { parsePoint, readTarget } from "../../src/cli/read.js";
 import { READ, UTILITY_PROJECT } from "../../src/cli/specs.js";
 import { SERVE_ALIASES } from "../../src/cli/serve.js";
 import { intFlag, listenAddress, numberFlag } from "../../src/cli/values.js";
@@ -153,5 +153,46 @@ describe("read: what to read, decided before connecting", () => {
     expect(usageError(() => readTarget(parsed(["--list", "--agent", "A"]), "v"))).toBe("give one of --identity, the six scope flags or --list, not several");
     expect(usageError(() => readTarget(parsed(["--list", "--validate"]), "v"))).toBe("--validate checks one packet: it does not go with --list");
     expect(readTarget(parsed(["--list"]), "v")).toEqual({ list: true });
+  });
+
+  it("as of offsets or a time, not both, never with --list; a malformed one names the accepted form", () => {
+    const id = `mur_${"ab".repeat(32)}`;
+    expect(readTarget(parsed(["--identity", id, "--as-of-offset", "3:1200,0:17"]), "v")).toEqual({
+      list: false,
+      identity: id,
+      validate: false,
+      asOf: [
+        { partition: 3, offset: 1200n },
+        { partition: 0, offset: 17n },
+      ],
+    });
+    expect(readTarget(parsed(["--identity", id, "--as-of-time", "2026-12-05T09:30:00+02:00"]), "v")).toEqual({
+      list: false,
+      identity: id,
+      validate: false,
+      asOf: { time: "2026-12-05T09:30:00+02:00" },
+    });
+    expect(usageError(() => readTarget(parsed(["--identity", id, "--as-of-offset", "0:1", "--as-of-time", "2026-12-05T09:30:00Z"]), "v"))).toBe(
+      "give --as-of-offset or --as-of-time, not both",
+    );
+    expect(usageError(() => readTarget(parsed(["--list", "--as-of-time", "2026-12-05T09:30:00Z"]), "v"))).toMatch(/do not go with --list$/);
+    expect(usageError(() => readTarget(parsed(["--identity", id, "--as-of-offset", "3@12"]), "v"))).toMatch(/^invalid --as-of-offset "3@12": expected PARTITION:OFFSET/);
+    expect(usageError(() => readTarget(parsed(["--identity", id, "--as-of-offset", "1:2,1:3"]), "v"))).toBe('invalid --as-of-offset "1:2,1:3": partition 1 is named twice');
+    // A naive time, a date alone, an impossible date, a space instead of T: refused.
+    for (const bad of ["2026-12-05T09:30:00", "2026-12-05", "2026-02-30T00:00:00Z", "2026-12-05 09:30:00Z", "yesterday"]) {
+      expect(usageError(() => readTarget(parsed(["--identity", id, "--as-of-time", bad]), "v"))).toBe(
+        `invalid --as-of-time ${JSON.stringify(bad)}: expected an ISO 8601 date-time with its UTC offset, like 2026-12-05T09:30:00Z or 2026-12-05T11:30:00.250+02:00`,
+      );
+    }
+  });
+});
+
+describe("diff --from/--to: a time when it starts like a date, else offsets", () => {
+  it("reads either form and refuses anything else", () => {
+    expect(parsePoint("2:40", "--from")).toEqual([{ partition: 2, offset: 40n }]);
+    expect(parsePoint("2026-12-05T09:30:00.250Z", "--to")).toEqual({ time: "2026-12-05T09:30:00.250Z" });
+    expect(usageError(() => parsePoint("2:x", "--from"))).toMatch(/^invalid --from "2:x": expected PARTITION:OFFSET/);
+    expect(usageError(() => parsePoint("soon", "--to"))).toMatch(/^invalid --to "soon": expected PARTITION:OFFSET/);
+    expect(usageError(() => parsePoint("2026-12-05", "--to"))).toMatch(/^invalid --to "2026-12-05": expected an ISO 8601 date-time/);
   });
 });

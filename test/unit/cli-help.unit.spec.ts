@@ -33,7 +33,7 @@ function mainEntry(name: string): string | undefined {
 describe("--help lists every flag the parser accepts", () => {
   it("finds the commands (else the checks below prove nothing)", () => {
     expect(SPECS.map((s) => s.name).sort()).toEqual(
-      ["config explain", "demo", "fold", "produce", "read", "replay", "reward-memory utility-project", "reward-memory validate", "serve", "setup", "simulate", "status"],
+      ["config explain", "demo", "diff", "explain", "fold", "produce", "read", "replay", "reward-memory utility-project", "reward-memory validate", "serve", "setup", "simulate", "status"],
     );
   });
 

@@ -4,75 +4,16 @@
  * compared with the oracle (the reducer over that prefix of the deliveries, test/support/oracle.ts).
  */
 import { describe, expect, it } from "vitest";
-import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";
-import { contextOfObservation, reducerIdentity, type ReducerContext } from "../../src/core/identity.js";
-import { observationFingerprint, type Observation } from "../../src/core/observation.js";
-import { IdentityModel } from "../../src/fold/identity-model.js";
 import { MAX_INDEX_ENTRIES, packetAsOf, type LogPosition } from "../../src/fold/offset-index.js";
-import { META_FIELDS } from "../../src/fold/stored-names.js";
-import { Prng, simulate } from "../../producers/simulation.js";
+import { Prng } from "../../producers/simulation.js";
+import { fold, G, history, workload, type Placed } from "../support/indexed-identity.js";
 import { expectedPackets } from "../support/oracle.js";
-
-interface Placed {
-  observation: Observation;
-  partition: number;
-  offset: bigint;
-}
-
-const G = 1;
-
-/** Fold placed deliveries of one identity through the model, in batches of random sizes, into a memory store. */
-async function fold(placed: readonly Placed[], rng: Prng): Promise<{ store: MemoryIdentityStore; identity: string; context: ReducerContext }> {
-  const context = contextOfObservation(placed[0]!.observation, "memory_utility_reducer_v0");
-  const identity = reducerIdentity(context);
-  const store = new MemoryIdentityStore();
-  let model = new IdentityModel(identity, context);
-  for (let at = 0; at < placed.length; ) {
-    const n = rng.int(1, 40);
-    const batch = placed.slice(at, at + n).map((p) => ({ observation: p.observation, fingerprint: observationFingerprint(p.observation), topic: "t", partition: p.partition, offset: p.offset }));
-    at += n;
-    const plan = model.plan(batch);
-    model.committed(plan, await store.apply(G, identity, model.version, plan.watermarks, plan.ops));
-    if (rng.chance(0.3)) {
-      // A cache miss: the next batch plans on a model loaded from the store.
-      const loaded = await store.load(G, identity);
-      model = IdentityModel.fromStored(identity, context, loaded.meta, loaded.records, loaded.history);
-    }
-  }
-  return { store, identity, context };
-}
 
 /** The oracle over the deliveries at or before the points (filtered here, not by the code under test). */
 function expected(placed: readonly Placed[], points: readonly LogPosition[], identity: string): string {
   const chosen = placed.filter((p) => points.some((q) => q.partition === p.partition && p.offset <= q.offset)).map((p) => p.observation);
   if (chosen.length === 0) return "";
   return expectedPackets(chosen).get(identity)!;
-}
-
-/** One identity's deliveries from the simulation, with retries that carry an earlier created_at mixed in, spread over two partitions. */
-function workload(seed: number, observations: number): Placed[] {
-  const rng = new Prng(seed);
-  const all = [...simulate({ agents: 1, observationsPerAgent: observations, snapshotEvery: 1_000_000, duplicateRate: 0.25, conflictRate: 0.08, seed })].map((d) => d.observation);
-  const out: Observation[] = [];
-  for (const obs of all) {
-    out.push(obs);
-    if (out.length > 1 && rng.chance(0.08)) {
-      const prior = rng.pick(out);
-      // A retry stamped earlier than any delivery so far: it becomes its payload's earliest.
-      out.push({ ...prior, created_at: `2026-10-${String(rng.int(10, 30)).padStart(2, "0")}T0${rng.int(0, 9)}:00:00Z` });
-    }
-  }
-  const next = [0n, 0n];
-  return out.map((observation) => {
-    const partition = rng.chance(0.7) ? 0 : 1;
-    next[partition] = next[partition]! + BigInt(rng.int(1, 5)); // other identities' records between
-    return { observation, partition, offset: next[partition]! };
-  });
-}
-
-async function history(store: MemoryIdentityStore, identity: string, context: ReducerContext) {
-  const h = await store.loadHistory(G, identity);
-  return { context, deliveries: Number(h.meta[META_FIELDS.deliveries] ?? "0"), records: h.records, history: h.history, index: h.index };
 }
 
 describe("as-of reads from the offset index", () => {
@@ -92,14 +33,14 @@ describe("as-of reads from the offset index", () => {
         ];
         for (const points of [[both[0]!], both]) {
           const want = expected(placed, points, identity);
-          const got = packetAsOf(stored, points);
+          const got = packetAsOf(stored, { points });
           expect(got?.packet).toBe(want);
           expect(got?.used).toBe(placed.filter((p) => points.some((q) => q.partition === p.partition && p.offset <= q.offset)).length);
         }
       }
       // At the latest offsets of both partitions: the live packet.
       const latest = [0, 1].map((p) => ({ partition: p, offset: ends[p]! }));
-      expect(packetAsOf(stored, latest)?.packet).toBe(await store.read(G, identity));
+      expect(packetAsOf(stored, { points: latest })?.packet).toBe(await store.read(G, identity));
     }
   });
 
@@ -112,7 +53,7 @@ describe("as-of reads from the offset index", () => {
     for (let i = 0; i < 12; i++) {
       const d = rng.pick(placed);
       const points = [{ partition: d.partition, offset: d.offset }, { partition: 1 - d.partition, offset: 1n << 40n }];
-      expect(packetAsOf(stored, points)?.packet).toBe(expected(placed, points, identity));
+      expect(packetAsOf(stored, { points })?.packet).toBe(expected(placed, points, identity));
     }
   });
 
@@ -124,15 +65,52 @@ describe("as-of reads from the offset index", () => {
     expect(stored.index).toHaveLength(MAX_INDEX_ENTRIES);
     expect(stored.deliveries).toBe(1100);
     const crossing = placed[MAX_INDEX_ENTRIES - 1]!.offset;
-    expect(packetAsOf(stored, [{ partition: 0, offset: crossing }])?.packet).toBe(expected(placed, [{ partition: 0, offset: crossing }], identity));
-    expect(packetAsOf(stored, [{ partition: 0, offset: 1n << 40n }])?.packet).toBe(await store.read(G, identity));
-    expect(packetAsOf(stored, [{ partition: 0, offset: crossing - 1n }])).toBeNull();
+    expect(packetAsOf(stored, { points: [{ partition: 0, offset: crossing }] })?.packet).toBe(expected(placed, [{ partition: 0, offset: crossing }], identity));
+    expect(packetAsOf(stored, { points: [{ partition: 0, offset: 1n << 40n }] })?.packet).toBe(await store.read(G, identity));
+    expect(packetAsOf(stored, { points: [{ partition: 0, offset: crossing - 1n }] })).toBeNull();
+  });
+
+  it("at a time: the reducer over the deliveries whose timestamp is at or before it, out of offset order included", async () => {
+    for (const seed of [6, 7]) {
+      const rng = new Prng(seed);
+      const placed = workload(seed, 150);
+      const { store, identity, context } = await fold(placed, rng);
+      const stored = await history(store, identity, context);
+      const times = placed.map((p) => Number(p.timestamp));
+      expect(times.some((t, i) => i > 0 && t < times[i - 1]!), "timestamps out of offset order").toBe(true);
+      for (let i = 0; i < 25; i++) {
+        const time = rng.pick(times) + rng.int(-1, 1);
+        const chosen = placed.filter((p) => Number(p.timestamp) <= time);
+        const got = packetAsOf(stored, { time });
+        expect(got?.used ?? 0).toBe(chosen.length);
+        if (chosen.length === 0) expect(JSON.parse(got!.packet)).toMatchObject({ status: "empty", accepted_observation_count: 0 });
+        else expect(got?.packet).toBe(expectedPackets(chosen.map((p) => p.observation)).get(identity));
+        // The last offset used on each partition, found here by the test's own filter.
+        const last = [0, 1].flatMap((partition) => {
+          const offsets = chosen.filter((p) => p.partition === partition).map((p) => p.offset);
+          return offsets.length === 0 ? [] : [{ partition, offset: offsets.reduce((a, b) => (a > b ? a : b)) }];
+        });
+        expect(got?.last).toEqual(last);
+      }
+      expect(packetAsOf(stored, { time: Math.max(...times) })?.packet).toBe(await store.read(G, identity));
+    }
+  });
+
+  it("a delivery indexed without a timestamp (a record that had none) refuses a time, not an offset", async () => {
+    const placed = workload(8, 20).map((p, i) => (i === 7 ? { ...p, timestamp: "-1" } : p));
+    const { store, identity, context } = await fold(placed, new Prng(8));
+    const stored = await history(store, identity, context);
+    expect(stored.index[7]).toMatch(/^\d+:\d+[+.]/);
+    expect(stored.index[6]).toMatch(/^\d+:\d+\/\d+[+.]/);
+    expect(() => packetAsOf(stored, { time: Number(placed[3]!.timestamp) })).toThrow(/indexed without a timestamp/);
+    const point = { partition: placed[9]!.partition, offset: placed[9]!.offset };
+    expect(packetAsOf(stored, { points: [point] })?.packet).toBe(expected(placed, [point], identity));
   });
 
   it("refuse an index that does not cover the stored deliveries", async () => {
     const placed = workload(4, 30);
     const { store, identity, context } = await fold(placed, new Prng(4));
     const stored = await history(store, identity, context);
-    expect(() => packetAsOf({ ...stored, index: stored.index.slice(1) }, [{ partition: 0, offset: 0n }])).toThrow(/holds \d+ of the identity's \d+ deliveries/);
+    expect(() => packetAsOf({ ...stored, index: stored.index.slice(1) }, { points: [{ partition: 0, offset: 0n }] })).toThrow(/holds \d+ of the identity's \d+ deliveries/);
   });
 });
