@@ -62,7 +62,7 @@ export async function demoCommand(args: string[]): Promise<number> {
     const totals = { accepted: 0, duplicates: 0, conflicts: 0 };
     let identities = 0;
     try {
-      const reader = new ProjectionReader(redis, settings.prefix);
+      const reader = new ProjectionReader(redis, settings.prefix, settings.reducerVersion, settings.topic);
       for (const id of await reader.identities()) {
         const packet = JSON.parse((await reader.read(id)) ?? "null");
         if (packet === null) continue;

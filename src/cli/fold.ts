@@ -31,7 +31,7 @@ export async function foldCommand(args: string[]): Promise<number> {
   if (listen !== undefined) {
     httpRedis = connectRedis(redisClientSettings(settings));
     http = await startHttpServer({
-      reader: new ProjectionReader(httpRedis, settings.prefix),
+      reader: new ProjectionReader(httpRedis, settings.prefix, settings.reducerVersion, settings.topic),
       registry: metrics.registry,
       readiness: Object.entries(worker.readinessChecks()).reduce(
         (r, [name, check]) => r.register(name, check),

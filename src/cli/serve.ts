@@ -74,7 +74,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   let server;
   try {
     server = await startHttpServer({
-      reader: new ProjectionReader(redis, settings.prefix),
+      reader: new ProjectionReader(redis, settings.prefix, settings.reducerVersion, settings.topic),
       registry: createRegistry({ build: { version: packageVersion(), reducerVersion: settings.reducerVersion } }),
       readiness,
       port,

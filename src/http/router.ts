@@ -4,7 +4,7 @@ import type { RequestContext } from "./request.js";
 import { healthz, readyz, type ReadyzDeps } from "./routes/health.js";
 import { identities, type IdentitiesDeps } from "./routes/identities.js";
 import { metrics, type MetricsDeps } from "./routes/metrics.js";
-import { projection, projectionByScope, type ProjectionByScopeDeps } from "./routes/projection.js";
+import { explain, projection, projectionByScope, type ProjectionByScopeDeps } from "./routes/projection.js";
 import { subject, type SubjectDeps } from "./routes/subject.js";
 
 /** Everything any route needs; each route declares (and is handed) the part it reads. */
@@ -18,6 +18,7 @@ const ROUTES = {
   metrics,
   projection,
   projection_by_scope: projectionByScope,
+  explain,
   subject,
   identities,
 } satisfies Record<string, Route>;
@@ -37,9 +38,10 @@ export function matchRoute(path: string): MatchedRoute {
   if (path === "/v1/identities") return { route: "identities", params: [] };
   if (path === "/v1/projections") return { route: "projection_by_scope", params: [] };
   const parts = path.split("/");
-  // "", "v1", "projections", id[, "subjects", subject]
+  // "", "v1", "projections", id[, "explain" | "subjects", subject]
   if (parts.length >= 4 && parts[0] === "" && parts[1] === "v1" && parts[2] === "projections") {
     if (parts.length === 4) return { route: "projection", params: [decode(parts[3]!)] };
+    if (parts.length === 5 && parts[4] === "explain") return { route: "explain", params: [decode(parts[3]!)] };
     if (parts.length === 6 && parts[4] === "subjects") return { route: "subject", params: [decode(parts[3]!), decode(parts[5]!)] };
   }
   return { route: "unknown", params: [] };

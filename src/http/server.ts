@@ -5,12 +5,15 @@
  *   GET /v1/projections?agent_id=&project_id=&corpus_id=&surface_id=
  *       &retrieval_snapshot_ref=&policy_snapshot_ref=[&reducer_version=]
  *                                                        the same, identity computed with identityOf
+ *       both also with as_of_offset=P:O[,P:O…] or as_of_time=ISO8601: the packet as of that point
+ *   GET /v1/projections/{identity}/explain[?as_of_offset=…|?as_of_time=…]
+ *                                                        every delivery explained (canonical JSON)
  *   GET /v1/projections/{identity}/subjects/{subject_id} one subject object (canonical JSON)
  *   GET /v1/identities?limit=&cursor=                    identities in sorted order, paged
  *   GET /metrics   Prometheus text      GET /healthz   process up      GET /readyz   every readiness check passes
  *
- * Projections and subjects carry `ETag: "<sha256 hex of the body>"` and answer
- * 304 to a matching If-None-Match. Errors are JSON `{"error", "reason"}`. The
+ * Projections, explanations and subjects carry `ETag: "<sha256 hex of the body>"`
+ * and answer 304 to a matching If-None-Match. Errors are JSON `{"error", "reason"}`. The
  * live generation is read on every request, so a promoted replay is served at
  * once. HEAD is answered like GET without a body; other methods get 405.
  *
