@@ -14,7 +14,8 @@
  * fold worker on a topic and prefix of its own (given by the environment): it
  * exits 0, prints what the README says it prints (the ```text block after it),
  * and the packets it left in Redis are those this repository's core computes
- * from the observations it published.
+ * from the observations it published. Then the example of "Asking about the
+ * past", on what the first one left: it prints what the README shows too.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -26,7 +27,7 @@ import { settingsEnv } from "../../consumers/fold/fold-process.js";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
 import { identityKeys } from "../../src/adapters/redis/keys.js";
 import { parsePyJson, validateObservation } from "../../src/core/index.js";
-import { documentedOutput, outputDifference, where, workedExample } from "../support/markdown-blocks.js";
+import { documentedOutput, outputDifference, sectionExample, where, workedExample } from "../support/markdown-blocks.js";
 import { packAndInstall, REPO_ROOT, repoPackage, run, runResult, tsc, writeStrictTsconfig, type PackedInstall } from "../support/packed-install.js";
 import { comparePackets, dropPrefix, expectedPackets, readAllPackets, stopWorker, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { topicValues } from "../support/topic-records.js";
@@ -212,6 +213,17 @@ describe("the packed package, installed with production dependencies only", () =
     // Every id the README's output shows is one the core computes: an identity of those packets, an observation published.
     const ids = new Set([...expected.keys(), ...published.map((o) => o.observation_id)]);
     expect((prints.body.match(/\bmu[ro]_[0-9a-f]{64}\b/g) ?? []).filter((id) => !ids.has(id))).toEqual([]);
+
+    // "Asking about the past": explain and an as-of read of what the first example left.
+    const past = sectionExample(readme, "Asking about the past");
+    writeFileSync(join(app, "readme-past.ts"), past.body);
+    const compiledPast = tsc(writeStrictTsconfig(app, "tsconfig.past.json", ["readme-past.ts"], { outDir: "out-past" }), app);
+    expect(compiledPast.status, `${where(past)}: the README's example does not compile\n${compiledPast.describe}`).toBe(0);
+    const ranPast = runResult(process.execPath, ["out-past/readme-past.js"], { cwd: app, env, timeoutMs: 60_000 });
+    expect(ranPast.status, `${where(past)}: the README's example failed\n${ranPast.describe}`).toBe(0);
+    const pastPrints = documentedOutput(readme, past);
+    expect(outputDifference(pastPrints.body, ranPast.stdout), `${where(pastPrints)}: it prints something else than the README shows\n${ranPast.stdout}`).toBeUndefined();
+    expect((pastPrints.body.match(/\bmuo_[0-9a-f]{64}\b/g) ?? []).filter((id) => !ids.has(id))).toEqual([]);
 
     expect(await stopWorker(worker)).toBe(0);
   });

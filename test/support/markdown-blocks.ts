@@ -80,6 +80,16 @@ export function workedExample(readme: string): FencedBlock {
   return example;
 }
 
+/** The example of a README section: the first ```ts block importing "mufold" under the `## heading`, before the next `## `. */
+export function sectionExample(readme: string, heading: string): FencedBlock {
+  const lines = readme.split("\n");
+  const start = lines.indexOf(`## ${heading}`) + 1;
+  const next = lines.findIndex((l, i) => i >= start && l.startsWith("## "));
+  const block = fencedBlocks(readme, "README.md").find((b) => b.line > start && (next < 0 || b.line <= next) && importsPackage(b));
+  if (start === 0 || block === undefined) throw new Error(`README.md has no \`\`\`ts block that imports "mufold" under "## ${heading}"`);
+  return block;
+}
+
 /** What the README says its worked example prints: the next fenced block, a ```text block before the next heading. */
 export function documentedOutput(readme: string, example: FencedBlock): FencedBlock {
   const blocks = fencedBlocks(readme, "README.md");
