@@ -9,6 +9,7 @@ import type { ExplainedDelivery } from "../fold/provenance.js";
 import { UsageError, type FlagValues } from "./args.js";
 import { commandFlags, stringFlag } from "./command.js";
 import { writeOut } from "./io.js";
+import { assertLogStillFolded } from "./log-check.js";
 import { asOfFlags, parsePoint } from "./read.js";
 import { DIFF, EXPLAIN } from "./specs.js";
 import { diffJson, explanationJson } from "../client/past-json.js";
@@ -20,7 +21,10 @@ function identityFlag(values: FlagValues): string {
   return identity;
 }
 
-/** Open a reader, run `ask`, map "unknown" to exit 3 and as_of_not_available to exit 4. */
+/**
+ * Open a reader, check the topic is still the log the live generation folded (log-check.ts), run `ask`; map
+ * "unknown" to exit 3 and as_of_not_available to exit 4.
+ */
 async function withReader<T>(command: string, values: FlagValues, ask: (reader: ProjectionReader) => Promise<T | null>, print: (answer: T) => string): Promise<number> {
   const settings = resolveSettings(values);
   const redis = await openRedis(readerClientSettings(settings), settings.connectTimeoutMs);
@@ -28,6 +32,7 @@ async function withReader<T>(command: string, values: FlagValues, ask: (reader: 
     const reader = new ProjectionReader(redis, settings.prefix, settings.reducerVersion, settings.topic);
     let answer: T | null;
     try {
+      await assertLogStillFolded(settings, redis, await reader.generation());
       answer = await ask(reader);
     } catch (err) {
       if (!(err instanceof AsOfNotAvailableError)) throw err;

@@ -8,6 +8,7 @@ import type { LogPosition } from "../fold/offset-index.js";
 import { AS_OF_TIME_FORM, parseAsOfTime, parsePositions, type AsOf } from "../client/past.js";
 import { canonicalJson } from "../core/canonical-json.js";
 import { UsageError, type FlagValues } from "./args.js";
+import { assertLogStillFolded } from "./log-check.js";
 import { commandFlags, stringFlag } from "./command.js";
 import { writeOut } from "./io.js";
 import { READ } from "./specs.js";
@@ -98,6 +99,7 @@ export async function readCommand(args: string[]): Promise<number> {
     let packet: string | null;
     if (target.asOf !== undefined) {
       try {
+        await assertLogStillFolded(settings, redis, await reader.generation());
         packet = (await reader.get(target.identity, { asOf: target.asOf }))?.text ?? null;
       } catch (err) {
         if (!(err instanceof AsOfNotAvailableError)) throw err;

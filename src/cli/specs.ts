@@ -123,8 +123,9 @@ Print one projection packet (canonical JSON), or the list of identities.
 
 Exit 0 printed, 1 the packet failed --validate, 3 no projection for the
 identity, 4 as_of_not_available (the point is past the live generation's
-marks or later than now, or its stored state cannot rebuild it: the message
-names what is available). ${EXITS_CONNECTING}`,
+marks or later than now, its stored state cannot rebuild it, or the topic is
+no longer the log it folded, checked with Kafka: the message names what is
+available). ${EXITS_CONNECTING}`,
   { identity: str, agent: str, project: str, corpus: str, surface: str, retrieval: str, policy: str, list: bool, validate: bool, "as-of-offset": str, "as-of-time": str },
 );
 
@@ -147,8 +148,9 @@ packet's counters, printed below the table.
                      per delivery, with partition, offset, timestamp,
                      observation_id, decision, reason, repeat and feeds)
 
-Exit 0 printed, 3 no projection for the identity, 4 as_of_not_available.
-${EXITS_CONNECTING}`,
+Exit 0 printed, 3 no projection for the identity, 4 as_of_not_available
+(also when the topic, asked through Kafka, is no longer the log the live
+generation folded: truncated, or deleted and recreated). ${EXITS_CONNECTING}`,
   { identity: str, "as-of-offset": str, "as-of-time": str, json: bool },
 );
 
@@ -166,7 +168,8 @@ between them that changed it.
   --to POINT         the same (default: every delivery, the live packet)
   --json             one JSON object instead of the text
 
-Exit 0 printed, 3 no projection for the identity, 4 as_of_not_available.
+Exit 0 printed, 3 no projection for the identity, 4 as_of_not_available
+(also when the topic is no longer the log the live generation folded).
 ${EXITS_CONNECTING}`,
   { identity: str, from: str, to: str, json: bool },
 );

@@ -17,6 +17,19 @@ import { Prng, simulate } from "../../producers/simulation.js";
 import { produce } from "../../producers/produce.js";
 import { BIN, dropPrefix, expectedPackets, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { topicRecords } from "../support/topic-records.js";
+import { createTopics, deleteTopics } from "../support/foreign/foreign.js";
+import { until } from "../support/wait.js";
+import { createKafka } from "../../src/adapters/kafka/client.js";
+
+async function topicExists(s: Settings): Promise<boolean> {
+  const admin = createKafka({ brokers: s.brokers, clientId: "mufold-test-explain" }).admin();
+  await admin.connect();
+  try {
+    return (await admin.listTopics()).includes(s.topic);
+  } finally {
+    await admin.disconnect();
+  }
+}
 
 interface Placed {
   observation: Observation;
@@ -175,5 +188,45 @@ describe("diff", () => {
     const text = await cli(["diff", "--identity", identity], env);
     expect(text.code).toBe(0);
     expect(text.stdout).toContain(`deliveries that changed it (${placed.length}):`);
+  });
+});
+
+describe("a topic deleted and recreated", () => {
+  it("is not the log the live generation folded: read as of a point, explain and diff exit 4 naming it, as verify refuses to compare", async () => {
+    const own = testSettings({ partitions: 1 });
+    const sent = [...simulate({ agents: 1, observationsPerAgent: 12, duplicateRate: 0, conflictRate: 0, snapshotEvery: 1_000, seed: 139 })].map((d) => d.observation);
+    await produce(own, sent.map(observationRecord));
+    const fold = await FoldWorker.start(own, quietLog);
+    try {
+      await waitCaughtUp(own);
+    } finally {
+      await fold.stop();
+    }
+    const identity = reducerIdentity(contextOfObservation(sent[0]!, own.reducerVersion));
+    const ownEnv = { REDIS_URL: own.redisUrl, MUFOLD_PREFIX: own.prefix, MUFOLD_TOPIC: own.topic, KAFKA_BROKERS: own.brokers.join(",") };
+    try {
+      expect((await cli(["explain", "--identity", identity, "--json"], ownEnv)).code).toBe(0);
+      await deleteTopics(own.brokers, [own.topic]);
+      await until("the topic to be gone", async () => !(await topicExists(own)), 30_000);
+      const gone = await cli(["explain", "--identity", identity], ownEnv);
+      expect(gone.code).toBe(4);
+      expect(gone.stderr).toContain(`${own.topic} does not exist`);
+      await createTopics(own.brokers, [{ topic: own.topic, partitions: 1 }]);
+      await produce(own, sent.slice(0, 3).map(observationRecord));
+      for (const args of [
+        ["explain", "--identity", identity],
+        ["read", "--identity", identity, "--as-of-offset", "0:1"],
+        ["diff", "--identity", identity, "--from", "0:0"],
+      ]) {
+        const refused = await cli(args, ownEnv);
+        expect(refused.code, args.join(" ")).toBe(4);
+        expect(refused.stderr).toMatch(/as_of_not_available: topic_origin_differs: .*partition 0 ends at 3, below the 12 generation \d+ folded/);
+      }
+      // The live packet is still served as it was folded: only answers naming positions are refused.
+      expect((await cli(["read", "--identity", identity], ownEnv)).code).toBe(0);
+    } finally {
+      await deleteTopics(own.brokers, [own.topic, `${own.topic}.dlq`]).catch(() => undefined);
+      await dropPrefix(own);
+    }
   });
 });
