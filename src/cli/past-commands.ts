@@ -1,6 +1,7 @@
 /** `mufold explain` and `mufold diff`: an identity's past, as a table for people or JSON (--json). */
 import { IDENTITY_PATTERN } from "../core/index.js";
 import { canonicalJson } from "../core/canonical-json.js";
+import type { PyValue } from "../core/pyvalue.js";
 import { resolveSettings } from "../config/settings.js";
 import { openRedis, readerClientSettings } from "../adapters/redis/connect.js";
 import { ProjectionReader, type ProjectionChange, type ProjectionExplanation } from "../client/readback.js";
@@ -127,7 +128,7 @@ export function explanationTable(e: ProjectionExplanation): string {
   return head + (e.deliveries.length === 0 ? "no deliveries\n" : table(deliveryRows(e.deliveries))) + counts;
 }
 
-const valueText = (v: unknown) => (v === null || v === undefined ? "-" : typeof v === "string" ? v : JSON.stringify(v));
+const valueText = (v: unknown) => (v === null || v === undefined ? "-" : typeof v === "string" ? v : canonicalJson(v as PyValue));
 
 export function diffText(d: ProjectionChange): string {
   const lines = [`${d.identity}  from ${pointText(d.from)} (${d.from.status})  to ${pointText(d.to)} (${d.to.status})`, ""];

@@ -39,9 +39,9 @@ export function asOfFlags(values: FlagValues): AsOf | undefined {
   return time === undefined ? undefined : parseAsOfTimeFlag(time);
 }
 
-/** A point given as either form (`diff --from/--to`): a time when it starts like a date (YYYY-), else offsets. */
+/** A point given as either form (`diff --from/--to`): a time when it has a date's dash or a T (offsets have neither), else offsets. */
 export function parsePoint(text: string, flag: string): AsOf {
-  return /^\d{4}-/.test(text) ? parseAsOfTimeFlag(text, flag) : parseAsOfOffset(text, flag);
+  return /^\d{4}-|T/.test(text) ? parseAsOfTimeFlag(text, flag) : parseAsOfOffset(text, flag);
 }
 
 const shownValue = (v: string) => JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}…` : v);

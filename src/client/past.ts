@@ -27,7 +27,7 @@ export interface AsOfUsed {
   points: LogPosition[];
   /** The time asked for, as ISO 8601 UTC with milliseconds (absent for positions). */
   time?: string;
-  /** The identity's deliveries at or before the point: the records the packet is the reducer over. */
+  /** The identity's indexed deliveries at or before the point: the records the packet is the reducer over (at most 1,025: past the index's bound the packet is the constant rejected one). */
   deliveries: number;
   /** Per partition, the offset of the last of those deliveries: the offsets the answer used. */
   used: LogPosition[];
@@ -55,7 +55,10 @@ export const AS_OF_TIME_FORM = "an ISO 8601 date-time with its UTC offset, like 
 export function parseAsOfTime(text: string): number | null {
   const dt = pyFromIsoFormat(text);
   if (dt === null || dt.offsetMicros === null || !text.includes("T")) return null;
-  const ms = Date.UTC(dt.year, dt.month - 1, dt.day, dt.hour, dt.minute, dt.second) + Math.floor(dt.microsecond / 1000) - dt.offsetMicros / 1000;
+  // Date.UTC maps years 0-99 to 1900-1999: set the full year afterwards.
+  const day = new Date(Date.UTC(2000, dt.month - 1, dt.day, dt.hour, dt.minute, dt.second));
+  day.setUTCFullYear(dt.year);
+  const ms = day.getTime() + Math.floor(dt.microsecond / 1000) - dt.offsetMicros / 1000;
   return Number.isFinite(ms) ? Math.floor(ms) : null;
 }
 
@@ -171,6 +174,16 @@ async function assertFolded(source: PastSource, generation: number, points: read
         : `generation ${generation} has folded ${source.topic} partition ${p.partition} up to offset ${next - 1n}: as-of offsets 0 to ${next - 1n} are available there, not ${p.offset}`,
       next === 0n ? null : { partition: p.partition, from: 0n, to: next - 1n },
     );
+  }
+}
+
+/** Run a step over the indexed deliveries; an IndexError (the index cannot answer this point) is as_of_not_available. */
+export function answerable<T>(identity: string, step: () => T): T {
+  try {
+    return step();
+  } catch (err) {
+    if (err instanceof IndexError) throw new AsOfNotAvailableError(`${identity}: ${err.message}`, null);
+    throw err;
   }
 }
 

@@ -22,7 +22,7 @@ import { followChanges, type FeedEvent, type SubscribeOptions } from "./change-f
 import { settingsOf, type ClientOptions } from "./options.js";
 import { SETTINGS } from "../config/settings.js";
 import type { Projection } from "./projection.js";
-import { asOfPoint, asOfUsed, loadPast, pastTheBound, type AsOf, type AsOfUsed, type PastSource, type StoredPast } from "./past.js";
+import { answerable, asOfPoint, asOfUsed, loadPast, pastTheBound, type AsOf, type AsOfUsed, type PastSource, type StoredPast } from "./past.js";
 
 /** What names a projection without its identity: the scope, the two snapshots and the reducer version. */
 export interface ScopeRef {
@@ -93,7 +93,7 @@ export interface ProjectionExplanation {
   deliveries: ExplainedDelivery[];
   /** The decisions counted: equal to the packet's counters of the same names. */
   counts: DecisionCounts;
-  /** Deliveries past the index's bound (1,025 kept): counted, not listed. */
+  /** The identity's deliveries past the index's bound (1,025 kept): counted in its meta, never listed, whatever the point. */
   notIndexed: number;
   asOf?: AsOfUsed;
 }
@@ -217,7 +217,7 @@ export class ProjectionReader {
   private async getAsOf(identity: string, point: AsOfPoint, options: GetOptions): Promise<ProjectionRead | null> {
     const past = await loadPast(this.pastSource(), identity, [point]);
     if (past === null) return null;
-    const asOf = stateAsOf(past.deliveries, point);
+    const asOf = answerable(identity, () => stateAsOf(past.deliveries, point));
     if (asOf === null) throw pastTheBound(identity);
     const text = packetOf(past.context, asOf.state);
     if (options.validate === true) validateProjection(parsePyJson(text));
@@ -259,10 +259,10 @@ export class ProjectionReader {
   }
 
   private explained(identity: string, past: StoredPast, point: AsOfPoint | null): ProjectionExplanation {
-    const explanation = explainDeliveries(past.context, past.deliveries, point);
+    const explanation = answerable(identity, () => explainDeliveries(past.context, past.deliveries, point));
     if (explanation === null) throw pastTheBound(identity);
     const { packet, status, deliveries, counts } = explanation;
-    const base = { identity, generation: past.generation, version: past.version, status, text: packet, etag: etagOf(packet), deliveries, counts, notIndexed: point === null ? past.notIndexed : 0 };
+    const base = { identity, generation: past.generation, version: past.version, status, text: packet, etag: etagOf(packet), deliveries, counts, notIndexed: past.notIndexed };
     return point === null ? base : { ...base, asOf: asOfUsed(point, past.deliveries, deliveries.length) };
   }
 

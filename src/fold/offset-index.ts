@@ -59,9 +59,12 @@ export interface IndexedPosition extends LogPosition {
   timestamp?: string | undefined;
 }
 
-/** `/<timestamp>` for a record with a timestamp (a non-negative integer); "" for one without (a pre-0.10 message says -1). */
+/** The latest time a JavaScript Date holds (ms since the epoch): a later Kafka timestamp is kept as none. */
+const MAX_TIMESTAMP = 8_640_000_000_000_000;
+
+/** `/<timestamp>` for a record with a timestamp (a non-negative integer a Date holds); "" for one without (a pre-0.10 message says -1). */
 function timestampPart(timestamp: string | undefined): string {
-  return timestamp !== undefined && /^\d{1,16}$/.test(timestamp) ? `/${timestamp}` : "";
+  return timestamp !== undefined && /^\d{1,16}$/.test(timestamp) && Number(timestamp) <= MAX_TIMESTAMP ? `/${timestamp}` : "";
 }
 
 /** The hex digits of a fingerprint from `at` (the ref's bucket key is the first REF_MIN). */
@@ -244,7 +247,11 @@ export type AsOfPoint = { points: readonly LogPosition[] } | { time: number };
 /** Whether a delivery is included by an as-of point; throws IndexError for a time and a delivery indexed without a timestamp. */
 export function includes(point: AsOfPoint, d: IndexedDelivery): boolean {
   if ("points" in point) return atOrBefore(d, point.points);
-  if (d.timestamp === null) throw new IndexError(`the delivery at ${d.partition}:${d.offset} was indexed without a timestamp: only offsets can name a point of this identity's past`);
+  if (d.timestamp === null) {
+    throw new IndexError(
+      `the delivery at ${d.partition}:${d.offset} was indexed without a timestamp (a record without one, or folded before the index kept them: a replay rebuilds it): only offsets can name a point of this identity's past`,
+    );
+  }
   return d.timestamp <= point.time;
 }
 

@@ -5,6 +5,9 @@
  * field the reducer writes (labels, label summaries, estimates, review) is
  * covered without naming them here. Pure: no IO.
  */
+import { canonicalJson } from "../core/canonical-json.js";
+import { parsePyJson } from "../core/pyjson-parse.js";
+import type { PyValue } from "../core/pyvalue.js";
 import type { DecisionCounts, ExplainedDelivery, Explanation } from "./provenance.js";
 
 /** A value at `from` and at `to` (null where it is absent). */
@@ -24,7 +27,7 @@ export interface ProjectionDiff {
   /** The packet's counters that differ. */
   counters: Partial<Record<keyof Omit<DecisionCounts, "rejected_deliveries">, Change<number>>>;
   subjects: { added: string[]; removed: string[]; changed: SubjectChange[] };
-  /** Observation ids quarantined as conflicting at one point and not at the other. */
+  /** Observation ids quarantined as conflicting at one point and not at the other (all of them, not only the packet's first 64). */
   conflicts: { added: string[]; removed: string[] };
   /** The deliveries one point includes and the other does not: `added` explained as at `to`, `removed` as at `from`. */
   deliveries: { added: ExplainedDelivery[]; removed: ExplainedDelivery[] };
@@ -34,15 +37,15 @@ export interface ProjectionDiff {
 
 interface PacketView {
   status?: string;
-  subjects?: Record<string, unknown>[];
-  rejections?: { observation_id?: string }[];
+  subjects?: Record<string, PyValue>[];
 }
 
 const COUNTERS = ["accepted_observation_count", "duplicate_observation_count", "conflicting_observation_count", "rejected_observation_count"] as const;
 
 export function diffExplanations(from: Explanation, to: Explanation): ProjectionDiff {
-  const a = JSON.parse(from.packet) as PacketView & Record<string, unknown>;
-  const b = JSON.parse(to.packet) as PacketView & Record<string, unknown>;
+  // Python's reading: a float stays a float (1.0, not 1) in what the diff reports.
+  const a = parsePyJson(from.packet) as unknown as PacketView & Record<string, unknown>;
+  const b = parsePyJson(to.packet) as unknown as PacketView & Record<string, unknown>;
   const counters: ProjectionDiff["counters"] = {};
   for (const name of COUNTERS) {
     const x = typeof a[name] === "number" ? (a[name] as number) : null;
@@ -58,13 +61,15 @@ export function diffExplanations(from: Explanation, to: Explanation): Projection
     if (prior === undefined) continue;
     const fields: Record<string, Change<unknown>> = {};
     for (const field of [...new Set([...Object.keys(prior), ...Object.keys(s)])].sort()) {
-      if (JSON.stringify(prior[field]) !== JSON.stringify(s[field])) fields[field] = { from: prior[field] ?? null, to: s[field] ?? null };
+      const [x, y] = [prior[field], s[field]];
+      if ((x === undefined ? "" : canonicalJson(x)) !== (y === undefined ? "" : canonicalJson(y))) fields[field] = { from: x ?? null, to: y ?? null };
     }
     if (Object.keys(fields).length > 0) changed.push({ subject_id: id, fields });
   }
-  const conflictIds = (p: PacketView) => new Set((p.rejections ?? []).flatMap((r) => (r.observation_id === undefined ? [] : [r.observation_id])));
-  const ca = conflictIds(a);
-  const cb = conflictIds(b);
+  // From the decisions, not the packet's `rejections` (the first 64 ids only).
+  const conflictIds = (e: Explanation) => new Set(e.deliveries.flatMap((d) => (d.decision === "conflicting" && d.observation_id !== null ? [d.observation_id] : [])));
+  const ca = conflictIds(from);
+  const cb = conflictIds(to);
   const key = (d: ExplainedDelivery) => `${d.partition}:${d.offset}`;
   const inFrom = new Set(from.deliveries.map(key));
   const inTo = new Set(to.deliveries.map(key));

@@ -15,7 +15,9 @@
  *    conflicting_observation_count their ids. A conflicting delivery that
  *    repeats a payload is also counted in duplicate_observation_count.
  *  - rejected: the packet is rejected as a whole (past a bound, or the
- *    reference's error), so no delivery feeds anything but that.
+ *    reference's error), so no delivery feeds anything but that; the counts
+ *    are then the rejected packet's own (the reference's: 1 rejected past the
+ *    delivery bound, the accepted count past the subject bound).
  *
  * Pure: no IO.
  */
@@ -57,7 +59,7 @@ export interface DecisionCounts {
   duplicate_observation_count: number;
   conflicting_observation_count: number;
   rejected_observation_count: number;
-  /** Deliveries of a rejected packet. */
+  /** Deliveries of a rejected packet (whose counters are the packet's own, not counts of decisions). */
   rejected_deliveries: number;
 }
 
@@ -71,6 +73,10 @@ export interface Explanation {
 
 interface PacketView {
   status?: string;
+  accepted_observation_count?: number;
+  duplicate_observation_count?: number;
+  conflicting_observation_count?: number;
+  rejected_observation_count?: number;
   subjects?: { subject_id: string }[];
   observation_history?: { observation_id: string }[];
   rejections?: { observation_id?: string; reason_codes?: string[] }[];
@@ -104,7 +110,14 @@ export function explainDeliveries(context: ReducerContext, all: readonly Indexed
   if (status === "rejected" || status === "invalid_request") {
     const reason = view.error ?? (view.rejections ?? []).flatMap((r) => r.reason_codes ?? []).join(",");
     const deliveries = chosen.map((d) => explained(d, "rejected", reason, false, NOTHING));
-    return { packet, status, deliveries, counts: { ...ZERO, rejected_deliveries: deliveries.length } };
+    const counts: DecisionCounts = {
+      accepted_observation_count: view.accepted_observation_count ?? 0,
+      duplicate_observation_count: view.duplicate_observation_count ?? 0,
+      conflicting_observation_count: view.conflicting_observation_count ?? 0,
+      rejected_observation_count: view.rejected_observation_count ?? 0,
+      rejected_deliveries: deliveries.length,
+    };
+    return { packet, status, deliveries, counts };
   }
   const subjects = new Set((view.subjects ?? []).map((s) => s.subject_id));
   const history = new Set((view.observation_history ?? []).map((h) => h.observation_id));

@@ -20,6 +20,7 @@ import { topicRecords } from "../support/topic-records.js";
 import { createTopics, deleteTopics } from "../support/foreign/foreign.js";
 import { until } from "../support/wait.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
+import { offsetIndexKey } from "../../src/adapters/redis/keys.js";
 
 async function topicExists(s: Settings): Promise<boolean> {
   const admin = createKafka({ brokers: s.brokers, clientId: "mufold-test-explain" }).admin();
@@ -118,6 +119,7 @@ describe("as of a time", () => {
     expect(future.code).toBe(4);
     expect(future.stderr).toMatch(/as_of_not_available: .* is later than now/);
     await expect(reader.get(identity, { asOf: { time: new Date(Date.now() + 3_600_000) } })).rejects.toBeInstanceOf(AsOfNotAvailableError);
+
   });
 });
 
@@ -188,6 +190,23 @@ describe("diff", () => {
     const text = await cli(["diff", "--identity", identity], env);
     expect(text.code).toBe(0);
     expect(text.stdout).toContain(`deliveries that changed it (${placed.length}):`);
+  });
+});
+
+describe("an index written before it kept timestamps", () => {
+  it("cannot answer a time (exit 4, naming the replay that rebuilds it); an offset it still can", async () => {
+    // As 0.2.0's first folds wrote it: the entries are rewritten here without their "/<ms>".
+    const [old, oldPlaced] = [...byIdentity][1]!;
+    const key = offsetIndexKey(settings.prefix, await reader.generation(), old);
+    const entries = await redis.lrange(key, 0, -1);
+    await redis.del(key);
+    await redis.rpush(key, ...entries.map((e) => e.replace(/\/\d+/, "")));
+    const byTime = await cli(["read", "--identity", old, "--as-of-time", new Date(oldPlaced[0]!.timestamp).toISOString()], env);
+    expect(byTime.code).toBe(4);
+    expect(byTime.stderr).toMatch(/as_of_not_available: .*indexed without a timestamp .*a replay rebuilds it/);
+    await expect(reader.explain(old, { asOf: { time: new Date(oldPlaced[0]!.timestamp) } })).rejects.toBeInstanceOf(AsOfNotAvailableError);
+    const last = oldPlaced.at(-1)!;
+    expect((await reader.get(old, { asOf: { partition: last.partition, offset: last.offset } }))?.text).toBe(await reader.read(old));
   });
 });
 

@@ -66,7 +66,7 @@ export async function checkPast(settings: Settings, records: readonly PlacedReco
       const counters = JSON.parse(packet ?? "{}") as Record<string, number>;
       const counts = explanation.counts as unknown as Record<string, number>;
       for (const c of COUNTERS) {
-        if (explanation.status !== "rejected" && counts[c] !== counters[c]) result.mismatches.push(`${identity}: explain counts ${c} ${counts[c]}, the packet ${counters[c]}`);
+        if (counts[c] !== counters[c]) result.mismatches.push(`${identity}: explain counts ${c} ${counts[c]}, the packet ${counters[c]}`);
       }
       for (let i = 0; i < o.pointsPerIdentity && placed.length <= 1_024; i++) {
         const at = rng.pick(placed);

@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { UsageError, parseCommandArgs, type CommandSpec } from "../../src/cli/args.js";
 import { parsePoint, readTarget } from "../../src/cli/read.js";
+import { parseAsOfTime } from "../../src/client/past.js";
 import { READ, UTILITY_PROJECT } from "../../src/cli/specs.js";
 import { SERVE_ALIASES } from "../../src/cli/serve.js";
 import { intFlag, listenAddress, numberFlag } from "../../src/cli/values.js";
@@ -194,5 +195,13 @@ describe("diff --from/--to: a time when it starts like a date, else offsets", ()
     expect(usageError(() => parsePoint("2:x", "--from"))).toMatch(/^invalid --from "2:x": expected PARTITION:OFFSET/);
     expect(usageError(() => parsePoint("soon", "--to"))).toMatch(/^invalid --to "soon": expected PARTITION:OFFSET/);
     expect(usageError(() => parsePoint("2026-12-05", "--to"))).toMatch(/^invalid --to "2026-12-05": expected an ISO 8601 date-time/);
+    expect(parsePoint("20261205T093000Z", "--from")).toEqual({ time: "20261205T093000Z" }); // the basic format --as-of-time takes
+  });
+
+  it("times are the instants JavaScript's own ISO parser gives, years before 100 and offsets included", () => {
+    for (const text of ["0099-06-01T00:00:00Z", "0001-01-01T00:00:00+00:00", "2026-12-05T11:30:00.250+02:00", "2024-02-29T23:59:59.999999Z"]) {
+      // Date.parse takes at most ms: the expected instant is the text cut to ms, then parsed by the runtime.
+      expect(parseAsOfTime(text), text).toBe(Date.parse(text.replace(/(\.\d{3})\d+/, "$1")));
+    }
   });
 });

@@ -4,10 +4,12 @@
  * them, all found here by the test's own filters.
  */
 import { describe, expect, it } from "vitest";
+import { canonicalJson, parsePyJson, type PyValue } from "../../src/core/index.js";
+import { observationFingerprint } from "../../src/core/observation.js";
 import { indexedDeliveries, type LogPosition } from "../../src/fold/offset-index.js";
 import { diffExplanations } from "../../src/fold/projection-diff.js";
 import { explainDeliveries } from "../../src/fold/provenance.js";
-import { Prng } from "../../producers/simulation.js";
+import { Prng, simulate } from "../../producers/simulation.js";
 import { fold, history, workload, type Placed } from "../support/indexed-identity.js";
 import { expectedPackets } from "../support/oracle.js";
 
@@ -20,8 +22,12 @@ interface OraclePacket {
 
 const upTo = (placed: readonly Placed[], point: LogPosition) => placed.filter((p) => p.partition === point.partition && p.offset <= point.offset);
 
+function oracleText(chosen: readonly Placed[], identity: string): string {
+  return expectedPackets(chosen.map((p) => p.observation)).get(identity)!;
+}
+
 function oracle(chosen: readonly Placed[], identity: string): OraclePacket {
-  return JSON.parse(expectedPackets(chosen.map((p) => p.observation)).get(identity)!) as OraclePacket;
+  return JSON.parse(oracleText(chosen, identity)) as OraclePacket;
 }
 
 describe("diff", () => {
@@ -59,7 +65,12 @@ describe("diff", () => {
       for (const c of diff.subjects.changed) {
         const prior = a.subjects.find((q) => q.subject_id === c.subject_id)!;
         const now = b.subjects.find((q) => q.subject_id === c.subject_id)!;
-        for (const [field, change] of Object.entries(c.fields)) expect(change).toEqual({ from: prior[field] ?? null, to: now[field] ?? null });
+        // Values as the packet writes them (1.0 stays 1.0): compared in canonical JSON.
+        const text = (v: unknown) => (v === null || v === undefined ? "null" : canonicalJson(v as PyValue));
+        const pyPrior = (parsePyJson(oracleText(upTo(placed, from), identity)) as { subjects: Record<string, PyValue>[] }).subjects.find((q) => q.subject_id === c.subject_id)!;
+        const pyNow = (parsePyJson(oracleText(upTo(placed, to), identity)) as { subjects: Record<string, PyValue>[] }).subjects.find((q) => q.subject_id === c.subject_id)!;
+        expect(Object.keys(c.fields).sort()).toEqual(Object.keys(now).filter((f) => JSON.stringify(prior[f]) !== JSON.stringify(now[f])).sort());
+        for (const [field, change] of Object.entries(c.fields)) expect([text(change.from), text(change.to)]).toEqual([text(pyPrior[field]), text(pyNow[field])]);
         sawSubjectChange = true;
       }
       const conflicts = (p: OraclePacket) => new Set(p.rejections.map((r) => r.observation_id));
@@ -71,6 +82,26 @@ describe("diff", () => {
     }
     expect(sawSubjectChange, "some pair of points changed a subject").toBe(true);
     expect(sawConflictAdded, "and added a conflict").toBe(true);
+  });
+
+  it("conflicts beyond the packet's first 64: every id quarantined between the points, none reported removed", async () => {
+    const observations = [...simulate({ agents: 1, observationsPerAgent: 600, snapshotEvery: 100_000, duplicateRate: 0.1, conflictRate: 0.25, memories: 30, seed: 33 })].map((d) => d.observation);
+    const placed: Placed[] = observations.map((observation, i) => ({ observation, partition: 0, offset: BigInt(i), timestamp: String(1_790_000_000_000 + i) }));
+    const { store, identity, context } = await fold(placed, new Prng(33));
+    const all = indexedDeliveries(await history(store, identity, context));
+    // Conflicted ids as the test sees them: an id delivered with more than one fingerprint.
+    const conflicted = (chosen: readonly Placed[]) => {
+      const prints = new Map<string, Set<string>>();
+      for (const p of chosen) prints.set(p.observation.observation_id, (prints.get(p.observation.observation_id) ?? new Set()).add(observationFingerprint(p.observation)));
+      return new Set([...prints].filter(([, s]) => s.size > 1).map(([id]) => id));
+    };
+    const atEnd = conflicted(placed);
+    expect(atEnd.size, "more conflicts than the packet lists").toBeGreaterThan(64);
+    const half = placed[300]!;
+    const diff = diffExplanations(explainDeliveries(context, all, { points: [{ partition: 0, offset: half.offset }] })!, explainDeliveries(context, all, null)!);
+    const before = conflicted(placed.slice(0, 301));
+    expect(diff.conflicts.added).toEqual([...atEnd].filter((id) => !before.has(id)).sort());
+    expect(diff.conflicts.removed).toEqual([]);
   });
 
   it("the same point: nothing changed, the same bytes", async () => {

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { subjectIdOf } from "../../src/core/identity.js";
 import { indexedDeliveries, MAX_INDEX_ENTRIES } from "../../src/fold/offset-index.js";
 import { explainDeliveries, type Explanation } from "../../src/fold/provenance.js";
-import { Prng } from "../../producers/simulation.js";
+import { Prng, simulate } from "../../producers/simulation.js";
 import { fold, history, workload, type Placed } from "../support/indexed-identity.js";
 import { expectedPackets } from "../support/oracle.js";
 
@@ -79,6 +79,25 @@ describe("explain", () => {
     }
   });
 
+  it("a packet rejected past 128 subjects: every delivery rejected, the counts the rejected packet's counters", async () => {
+    const observations = [...simulate({ agents: 1, observationsPerAgent: 200, snapshotEvery: 100_000, duplicateRate: 0.05, conflictRate: 0.02, memories: 400, seed: 128 })].map((d) => d.observation);
+    const placed = observations.map((observation, i) => ({ observation, partition: 0, offset: BigInt(i), timestamp: String(1_790_000_000_000 + i) }));
+    const { store, identity, context } = await fold(placed, new Prng(128));
+    const explanation = explainDeliveries(context, indexedDeliveries(await history(store, identity, context)), null)!;
+    const packet = JSON.parse(expectedPackets(observations).get(identity)!) as Record<string, number> & { rejections: { reason_codes: string[] }[] };
+    expect(packet.rejections[0]!.reason_codes).toEqual(["projection_subject_limit_exceeded"]);
+    expect(explanation.packet).toBe(expectedPackets(observations).get(identity));
+    expect(new Set(explanation.deliveries.map((d) => `${d.decision} ${d.reason}`))).toEqual(new Set(["rejected projection_subject_limit_exceeded"]));
+    expect(explanation.counts).toEqual({
+      accepted_observation_count: packet.accepted_observation_count,
+      duplicate_observation_count: packet.duplicate_observation_count,
+      conflicting_observation_count: packet.conflicting_observation_count,
+      rejected_observation_count: packet.rejected_observation_count,
+      rejected_deliveries: 200,
+    });
+    expect(packet.rejected_observation_count).toBeGreaterThan(128);
+  });
+
   it("a packet rejected past the delivery bound: every delivery rejected with its reason, none feeding a part", async () => {
     const placed = workload(5, 1200)
       .slice(0, 1100)
@@ -92,6 +111,16 @@ describe("explain", () => {
     expect(explanation.deliveries).toHaveLength(MAX_INDEX_ENTRIES);
     expect(new Set(explanation.deliveries.map((d) => `${d.decision} ${d.reason}`))).toEqual(new Set(["rejected observation_malformed"]));
     expect(explanation.counts.rejected_deliveries).toBe(MAX_INDEX_ENTRIES);
+    // The counts are the rejected packet's counters, the reducer's (not counts of the decisions).
+    const packet = JSON.parse(expectedPackets(placed.slice(0, MAX_INDEX_ENTRIES).map((p) => p.observation)).get(identity)!) as Record<string, number>;
+    expect(explanation.counts).toEqual({
+      accepted_observation_count: packet.accepted_observation_count,
+      duplicate_observation_count: packet.duplicate_observation_count,
+      conflicting_observation_count: packet.conflicting_observation_count,
+      rejected_observation_count: packet.rejected_observation_count,
+      rejected_deliveries: MAX_INDEX_ENTRIES,
+    });
+    expect(packet.rejected_observation_count).toBe(1);
     // Before the crossing delivery the payloads are gone: no explanation, as no as-of read.
     expect(explainDeliveries(context, all, { points: [{ partition: 0, offset: 100n }] })).toBeNull();
   });
