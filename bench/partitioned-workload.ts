@@ -17,7 +17,9 @@ export function partitionedWorkload(records: number): SourceRecord[][] {
   for (const d of [...simulate({ agents: 500, observationsPerAgent: Math.ceil(records / 500), snapshotEvery: 50, duplicateRate: 0.1, conflictRate: 0.01, seed: 1 })].slice(0, records)) {
     const m = observationRecord(d.observation);
     const p = createHash("md5").update(m.key as string).digest()[0]! % PARTITIONS;
-    byPartition[p]!.push({ topic: "t", partition: p, offset: String(byPartition[p]!.length), key: Buffer.from(m.key as string), value: Buffer.from(m.value as string), headers: {} });
+    // A Kafka timestamp, as every record of a v2 batch has (the offset index keeps it).
+    const offset = byPartition[p]!.length;
+    byPartition[p]!.push({ topic: "t", partition: p, offset: String(offset), key: Buffer.from(m.key as string), value: Buffer.from(m.value as string), headers: {}, timestamp: String(1_790_000_000_000 + offset) });
   }
   return byPartition;
 }

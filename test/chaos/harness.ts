@@ -91,6 +91,15 @@ export async function readTopic(settings: Settings): Promise<SourceRecord[]> {
   return out;
 }
 
+/** A record's key, value and headers as one string, for records as produced and as read back alike. */
+function recordSignature(key: unknown, value: unknown, headers: Record<string, unknown> | undefined): string {
+  const text = (v: unknown) => (v === null || v === undefined ? "\u0001" : Buffer.isBuffer(v) ? v.toString("utf8") : String(v));
+  const named = Object.keys(headers ?? {})
+    .sort()
+    .map((name) => `${name}=${text(headers![name])}`);
+  return [text(key), text(value), ...named].join("\u0000");
+}
+
 function totalDeliveries(packet: string | undefined): number {
   if (packet === undefined) return 0;
   const p = JSON.parse(packet);
@@ -109,14 +118,14 @@ export async function runChaos(settings: Settings, o: ChaosOptions): Promise<Cha
 
   const messages: OutMessage[] = [];
   const generated: Observation[] = [];
-  /** The valid records' values, to find them on the log. */
-  const byValue = new Map<string, Observation>();
+  /** The valid records (key, value and headers: a hostile record may copy a valid one's value), to find them on the log. */
+  const byRecord = new Map<string, Observation>();
   let i = 0;
   for (const d of simulate({ agents: o.agents, observationsPerAgent: o.observationsPerAgent, snapshotEvery: o.snapshotEvery, duplicateRate: 0.1, conflictRate: 0.01, seed: o.seed })) {
     const record = observationRecord(d.observation);
     messages.push(record);
     generated.push(d.observation);
-    byValue.set(String(record.value), d.observation);
+    byRecord.set(recordSignature(record.key, record.value, record.headers), d.observation);
     report.observations++;
     if (o.hostile && o.hostileEvery && ++i % o.hostileEvery === 0) {
       messages.push(o.hostile(rng, d.observation));
@@ -241,7 +250,7 @@ export async function runChaos(settings: Settings, o: ChaosOptions): Promise<Cha
   }
   // The past of identities drawn at random: explain and as-of reads over the records where the log has them.
   const placed = records.flatMap((r) => {
-    const observation = r.value === null ? undefined : byValue.get(r.value.toString("utf8"));
+    const observation = byRecord.get(recordSignature(r.key, r.value, r.headers));
     return observation === undefined ? [] : [{ observation, partition: r.partition, offset: BigInt(r.offset) }];
   });
   report.past = await checkPast(settings, placed, { identities: 20, pointsPerIdentity: 3, seed: o.seed });
