@@ -5,6 +5,9 @@
  * A piece that is not ASCII (or a number `digits` does not write) spoils the
  * text (`text()` is then null), and the caller writes it the other way.
  */
+/** Pieces up to this long are copied by a loop, longer ones by Buffer's latin1 writer (a native call costs more than a short copy). */
+const SHORT_PIECE = 32;
+
 export class AsciiText {
   private buf = Buffer.allocUnsafe(8192);
   private used = 0;
@@ -17,10 +20,26 @@ export class AsciiText {
   }
 
   put(piece: string): this {
-    if (this.ascii && !isAscii(piece)) this.ascii = false;
-    if (this.used + piece.length > this.buf.length) this.grow(piece.length);
-    const buf = this.buf as LatinWritable;
-    this.used += buf.latin1Write !== undefined ? buf.latin1Write(piece, this.used) : buf.write(piece, this.used, "latin1");
+    const length = piece.length;
+    if (this.used + length > this.buf.length) this.grow(length);
+    if (length > SHORT_PIECE) {
+      if (this.ascii && !isAscii(piece)) this.ascii = false;
+      const buf = this.buf as LatinWritable;
+      this.used += buf.latin1Write !== undefined ? buf.latin1Write(piece, this.used) : buf.write(piece, this.used, "latin1");
+      return this;
+    }
+    // Most pieces are a key or a short value: a loop here costs less than a call into the native writer, and
+    // checks ASCII in the same pass (a char code above 0x7f spoils the text; its low byte is what latin1 writes).
+    const buf = this.buf;
+    let at = this.used;
+    let bits = 0;
+    for (let i = 0; i < length; i++) {
+      const c = piece.charCodeAt(i);
+      bits |= c;
+      buf[at++] = c;
+    }
+    this.used = at;
+    if (bits > 0x7f) this.ascii = false;
     return this;
   }
 

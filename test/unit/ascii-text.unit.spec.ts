@@ -34,6 +34,14 @@ describe("AsciiText", () => {
     expect(text.start().put("ab").digits(-1, 3).text()).toBeNull();
     expect(text.start().digits(1.5, 3).text()).toBeNull();
     expect(text.start().put("ok").digits(7, 3).text()).toBe("ok007");
+    // Short pieces are copied by a loop and long ones by the native writer: a non-ASCII character spoils either,
+    // a character past U+00FF as well (its low byte would read as ASCII), and a spoiled text stays spoiled.
+    for (const bad of ["\u0100", "\u4e01", "\u{1f600}", "\u0080", "\u00ff"]) {
+      for (const piece of [`a${bad}`, `${"a".repeat(40)}${bad}`]) {
+        expect(text.start().put("x").put(piece).put("y").text(), JSON.stringify(piece)).toBeNull();
+      }
+    }
+    expect(text.start().put("\u0041").put("\u007f").put("b".repeat(100)).text()).toBe("A\u007f" + "b".repeat(100));
   });
 });
 
