@@ -69,12 +69,23 @@ async function gatedSender(settings: Settings) {
   return { gate, sender };
 }
 
-/** Records on the topic (every partition's high watermark, summed), through a client of its own. */
+/**
+ * Records on the topic (every partition's high watermark, summed), through a client of its own. A broker that
+ * just created the topic may answer a retriable error (NOT_LEADER_FOR_PARTITION) for a moment: asked again then.
+ */
 async function recordCount(settings: Settings): Promise<number> {
   const admin = new Kafka(kafkaConfig(kafkaClientSettings(settings, "-test"))).admin();
   await admin.connect();
   try {
-    return (await admin.fetchTopicOffsets(settings.topic)).reduce((n, p) => n + Number(p.high), 0);
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      try {
+        return (await admin.fetchTopicOffsets(settings.topic)).reduce((n, p) => n + Number(p.high), 0);
+      } catch (err) {
+        if ((err as { retriable?: unknown }).retriable !== true || Date.now() > deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
   } finally {
     await admin.disconnect();
   }
