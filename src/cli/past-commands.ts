@@ -1,5 +1,4 @@
 /** `mufold explain` and `mufold diff`: an identity's past, as a table for people or JSON (--json). */
-import { IDENTITY_PATTERN } from "../core/index.js";
 import { canonicalJson } from "../core/canonical-json.js";
 import type { PyValue } from "../core/pyvalue.js";
 import { resolveSettings } from "../config/settings.js";
@@ -11,15 +10,14 @@ import { UsageError, type FlagValues } from "./args.js";
 import { commandFlags, stringFlag } from "./command.js";
 import { writeOut } from "./io.js";
 import { assertLogStillFolded } from "./log-check.js";
-import { asOfFlags, parsePoint } from "./read.js";
+import { asOfFlags, checkedIdentityFlag, parsePoint } from "./read.js";
 import { DIFF, EXPLAIN } from "./specs.js";
 import { diffJson, explanationJson } from "../client/past-json.js";
 
 function identityFlag(values: FlagValues): string {
   const identity = stringFlag(values, "identity");
   if (identity === undefined) throw new UsageError("needs --identity mur_…");
-  if (!IDENTITY_PATTERN.test(identity)) throw new UsageError(`invalid --identity ${JSON.stringify(identity.slice(0, 80))}: must be mur_ followed by 64 lowercase hex digits`);
-  return identity;
+  return checkedIdentityFlag(identity);
 }
 
 /**

@@ -46,6 +46,12 @@ export function parsePoint(text: string, flag: string): AsOf {
 
 const shownValue = (v: string) => JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}…` : v);
 
+/** `--identity`'s value, checked: mur_ and 64 lowercase hex digits. */
+export function checkedIdentityFlag(identity: string): string {
+  if (!IDENTITY_PATTERN.test(identity)) throw new UsageError(`invalid --identity ${shownValue(identity)}: must be mur_ followed by 64 lowercase hex digits`);
+  return identity;
+}
+
 /** What `read` was asked for, checked before it connects: one of --identity, the six scope flags, or --list. */
 export function readTarget(values: FlagValues, reducerVersion: string): ReadTarget {
   const given = SCOPE_FLAGS.filter((f) => values[f] !== undefined);
@@ -62,8 +68,7 @@ export function readTarget(values: FlagValues, reducerVersion: string): ReadTarg
   const validate = values.validate === true;
   const asOf = point === undefined ? {} : { asOf: point };
   if (identity !== undefined) {
-    if (!IDENTITY_PATTERN.test(identity)) throw new UsageError(`invalid --identity ${shownValue(identity)}: must be mur_ followed by 64 lowercase hex digits`);
-    return { list: false, identity, validate, ...asOf };
+    return { list: false, identity: checkedIdentityFlag(identity), validate, ...asOf };
   }
   const missing = SCOPE_FLAGS.filter((f) => values[f] === undefined);
   if (missing.length > 0) {

@@ -4,7 +4,6 @@
  * identity's records at or before it, as the test reads them back from the topic itself. At the identity's
  * latest offset it equals the live packet. Also: what the offset index costs in Redis bytes per entry.
  */
-import { spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
@@ -16,7 +15,7 @@ import { contextOfObservation, parsePyJson, reducerIdentity, validateObservation
 import { offsetIndexKey } from "../../src/adapters/redis/keys.js";
 import { Prng, simulate } from "../../producers/simulation.js";
 import { produce } from "../../producers/produce.js";
-import { BIN, dropPrefix, expectedPackets, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
+import { runMufold, dropPrefix, expectedPackets, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { topicRecords } from "../support/topic-records.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -30,14 +29,6 @@ interface Placed {
   offset: bigint;
 }
 
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
-}
 
 describe("mufold read --as-of-offset", () => {
   it("equals the reducer over the identity's records up to the point, and the live packet at its latest offset", async () => {
@@ -93,17 +84,17 @@ describe("mufold read --as-of-offset", () => {
     // The CLI: the same bytes; a point past the marks; a malformed point; an unknown identity.
     const [identity, placed] = [...byIdentity][0]!;
     const pick = placed[Math.floor(placed.length / 2)]!;
-    const ok = await cli(["read", "--identity", identity, "--as-of-offset", `${pick.partition}:${pick.offset}`], env);
+    const ok = await runMufold(["read", "--identity", identity, "--as-of-offset", `${pick.partition}:${pick.offset}`], env);
     expect(ok.stderr).toBe("");
     expect(ok.stdout).toBe(`${oracle(placed, identity, pick.partition, pick.offset)}\n`);
     expect(ok.code).toBe(0);
-    const beyond = await cli(["read", "--identity", identity, "--as-of-offset", `${pick.partition}:99999999`], env);
+    const beyond = await runMufold(["read", "--identity", identity, "--as-of-offset", `${pick.partition}:99999999`], env);
     expect(beyond.code).toBe(4);
     expect(beyond.stderr).toMatch(new RegExp(`as_of_not_available: .*partition ${pick.partition} up to offset \\d+: as-of offsets 0 to \\d+ are available`));
-    const malformed = await cli(["read", "--identity", identity, "--as-of-offset", "3@12"], env);
+    const malformed = await runMufold(["read", "--identity", identity, "--as-of-offset", "3@12"], env);
     expect(malformed.code).toBe(2);
     expect(malformed.stderr).toContain("PARTITION:OFFSET");
-    const unknown = await cli(["read", "--identity", `mur_${"0".repeat(64)}`, "--as-of-offset", `${pick.partition}:${pick.offset}`], env);
+    const unknown = await runMufold(["read", "--identity", `mur_${"0".repeat(64)}`, "--as-of-offset", `${pick.partition}:${pick.offset}`], env);
     expect(unknown.code).toBe(3);
     await expect(reader.get(identity, { asOf: { partition: pick.partition, offset: 99_999_999n } })).rejects.toBeInstanceOf(AsOfNotAvailableError);
 

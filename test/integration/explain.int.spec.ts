@@ -4,7 +4,6 @@
  * expected side is the test's own: the records read back from the topic, filtered here, reduced by the
  * embedded reducer (test/support/oracle.ts).
  */
-import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
@@ -15,7 +14,7 @@ import { contextOfObservation, parsePyJson, reducerIdentity, validateObservation
 import type { Settings } from "../../src/config/settings.js";
 import { Prng, simulate } from "../../producers/simulation.js";
 import { produce } from "../../producers/produce.js";
-import { BIN, dropPrefix, expectedPackets, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
+import { runMufold, dropPrefix, expectedPackets, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { topicRecords } from "../support/topic-records.js";
 import { createTopics, deleteTopics } from "../support/foreign/foreign.js";
 import { until } from "../support/wait.js";
@@ -39,14 +38,6 @@ interface Placed {
   timestamp: number;
 }
 
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
-}
 
 let settings: Settings;
 let worker: FoldWorker;
@@ -112,10 +103,10 @@ describe("as of a time", () => {
 
     const [identity, placed] = [...byIdentity][0]!;
     const time = placed[5]!.timestamp;
-    const ok = await cli(["read", "--identity", identity, "--as-of-time", new Date(time).toISOString()], env);
+    const ok = await runMufold(["read", "--identity", identity, "--as-of-time", new Date(time).toISOString()], env);
     expect(ok.stderr).toBe("");
     expect(ok.stdout).toBe(`${oracle(placed.filter((p) => p.timestamp <= time), identity)}\n`);
-    const future = await cli(["read", "--identity", identity, "--as-of-time", new Date(Date.now() + 3_600_000).toISOString()], env);
+    const future = await runMufold(["read", "--identity", identity, "--as-of-time", new Date(Date.now() + 3_600_000).toISOString()], env);
     expect(future.code).toBe(4);
     expect(future.stderr).toMatch(/as_of_not_available: .* is later than now/);
     await expect(reader.get(identity, { asOf: { time: new Date(Date.now() + 3_600_000) } })).rejects.toBeInstanceOf(AsOfNotAvailableError);
@@ -140,24 +131,24 @@ describe("explain", () => {
     }
 
     const [identity, placed] = [...byIdentity].find(([, p]) => p.length > 10)!;
-    const json = await cli(["explain", "--identity", identity, "--json"], env);
+    const json = await runMufold(["explain", "--identity", identity, "--json"], env);
     expect(json.stderr).toBe("");
     expect(json.code).toBe(0);
     const parsed = JSON.parse(json.stdout) as { deliveries: { partition: number; offset: number; observation_id: string; decision: string }[]; counts: Record<string, number> };
     expect(parsed.deliveries.map((d) => `${d.partition}:${d.offset}:${d.observation_id}`)).toEqual(placed.map((p) => `${p.partition}:${p.offset}:${p.observation.observation_id}`));
     expect(parsed.deliveries.every((d) => ["accepted", "duplicate", "conflicting"].includes(d.decision))).toBe(true);
-    const table = await cli(["explain", "--identity", identity], env);
+    const table = await runMufold(["explain", "--identity", identity], env);
     expect(table.code).toBe(0);
     const lines = table.stdout.split("\n");
     expect(lines[0]).toContain(identity);
     expect(lines.filter((l) => /^\d+\s+\d+\s+\d{4}-/.test(l))).toHaveLength(placed.length);
     const point = placed[4]!;
-    const asOf = await cli(["explain", "--identity", identity, "--as-of-offset", `${point.partition}:${point.offset}`, "--json"], env);
+    const asOf = await runMufold(["explain", "--identity", identity, "--as-of-offset", `${point.partition}:${point.offset}`, "--json"], env);
     expect((JSON.parse(asOf.stdout) as { deliveries: unknown[] }).deliveries).toHaveLength(5);
 
-    expect((await cli(["explain", "--identity", `mur_${"0".repeat(64)}`], env)).code).toBe(3);
-    expect((await cli(["explain", "--identity", identity, "--as-of-offset", `${point.partition}:99999999`], env)).code).toBe(4);
-    const malformed = await cli(["explain", "--identity", identity, "--as-of-time", "noon"], env);
+    expect((await runMufold(["explain", "--identity", `mur_${"0".repeat(64)}`], env)).code).toBe(3);
+    expect((await runMufold(["explain", "--identity", identity, "--as-of-offset", `${point.partition}:99999999`], env)).code).toBe(4);
+    const malformed = await runMufold(["explain", "--identity", identity, "--as-of-time", "noon"], env);
     expect(malformed.code).toBe(2);
     expect(malformed.stderr).toContain("ISO 8601");
   });
@@ -178,7 +169,7 @@ describe("diff", () => {
     const before = new Set(a.subjects.map((s) => s.subject_id));
     expect(diff.subjects.added).toEqual(b.subjects.map((s) => s.subject_id).filter((id) => !before.has(id)).sort());
 
-    const json = await cli(["diff", "--identity", identity, "--from", `${from.partition}:${from.offset}`, "--to", `${to.partition}:${to.offset}`, "--json"], env);
+    const json = await runMufold(["diff", "--identity", identity, "--from", `${from.partition}:${from.offset}`, "--to", `${to.partition}:${to.offset}`, "--json"], env);
     expect(json.stderr).toBe("");
     const parsed = JSON.parse(json.stdout) as { deliveries: { added: { offset: number }[] }; subjects: { added: string[] } };
     expect(parsed.deliveries.added.map((d) => BigInt(d.offset))).toEqual(placed.slice(4, 16).map((p) => p.offset));
@@ -187,7 +178,7 @@ describe("diff", () => {
     const whole = (await reader.diff(identity, undefined, undefined))!;
     expect(whole.to.text).toBe(await reader.read(identity));
     expect(whole.deliveries.added).toHaveLength(placed.length);
-    const text = await cli(["diff", "--identity", identity], env);
+    const text = await runMufold(["diff", "--identity", identity], env);
     expect(text.code).toBe(0);
     expect(text.stdout).toContain(`deliveries that changed it (${placed.length}):`);
   });
@@ -201,7 +192,7 @@ describe("an index written before it kept timestamps", () => {
     const entries = await redis.lrange(key, 0, -1);
     await redis.del(key);
     await redis.rpush(key, ...entries.map((e) => e.replace(/\/\d+/, "")));
-    const byTime = await cli(["read", "--identity", old, "--as-of-time", new Date(oldPlaced[0]!.timestamp).toISOString()], env);
+    const byTime = await runMufold(["read", "--identity", old, "--as-of-time", new Date(oldPlaced[0]!.timestamp).toISOString()], env);
     expect(byTime.code).toBe(4);
     expect(byTime.stderr).toMatch(/as_of_not_available: .*indexed without a timestamp .*a replay rebuilds it/);
     await expect(reader.explain(old, { asOf: { time: new Date(oldPlaced[0]!.timestamp) } })).rejects.toBeInstanceOf(AsOfNotAvailableError);
@@ -224,10 +215,10 @@ describe("a topic deleted and recreated", () => {
     const identity = reducerIdentity(contextOfObservation(sent[0]!, own.reducerVersion));
     const ownEnv = { REDIS_URL: own.redisUrl, MUFOLD_PREFIX: own.prefix, MUFOLD_TOPIC: own.topic, KAFKA_BROKERS: own.brokers.join(",") };
     try {
-      expect((await cli(["explain", "--identity", identity, "--json"], ownEnv)).code).toBe(0);
+      expect((await runMufold(["explain", "--identity", identity, "--json"], ownEnv)).code).toBe(0);
       await deleteTopics(own.brokers, [own.topic]);
       await until("the topic to be gone", async () => !(await topicExists(own)), 30_000);
-      const gone = await cli(["explain", "--identity", identity], ownEnv);
+      const gone = await runMufold(["explain", "--identity", identity], ownEnv);
       expect(gone.code).toBe(4);
       expect(gone.stderr).toContain(`${own.topic} does not exist`);
       await createTopics(own.brokers, [{ topic: own.topic, partitions: 1 }]);
@@ -237,12 +228,12 @@ describe("a topic deleted and recreated", () => {
         ["read", "--identity", identity, "--as-of-offset", "0:1"],
         ["diff", "--identity", identity, "--from", "0:0"],
       ]) {
-        const refused = await cli(args, ownEnv);
+        const refused = await runMufold(args, ownEnv);
         expect(refused.code, args.join(" ")).toBe(4);
         expect(refused.stderr).toMatch(/as_of_not_available: topic_origin_differs: .*partition 0 ends at 3, below the 12 generation \d+ folded/);
       }
       // The live packet is still served as it was folded: only answers naming positions are refused.
-      expect((await cli(["read", "--identity", identity], ownEnv)).code).toBe(0);
+      expect((await runMufold(["read", "--identity", identity], ownEnv)).code).toBe(0);
     } finally {
       await deleteTopics(own.brokers, [own.topic, `${own.topic}.dlq`]).catch(() => undefined);
       await dropPrefix(own);

@@ -22,7 +22,7 @@ import { openSender } from "../../producers/produce.js";
 import { observation } from "../support/fixtures.js";
 import { freePort } from "../support/free-port.js";
 import { testSettings } from "../support/pipeline.js";
-import { until } from "../support/wait.js";
+import { until, waitFor } from "../support/wait.js";
 
 const { Kafka } = kafkajs;
 
@@ -77,15 +77,14 @@ async function recordCount(settings: Settings): Promise<number> {
   const admin = new Kafka(kafkaConfig(kafkaClientSettings(settings, "-test"))).admin();
   await admin.connect();
   try {
-    const deadline = Date.now() + 15_000;
-    for (;;) {
+    return await waitFor("the broker to answer the topic's offsets", async () => {
       try {
         return (await admin.fetchTopicOffsets(settings.topic)).reduce((n, p) => n + Number(p.high), 0);
       } catch (err) {
-        if ((err as { retriable?: unknown }).retriable !== true || Date.now() > deadline) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        if ((err as { retriable?: unknown }).retriable !== true) throw err;
+        return undefined;
       }
-    }
+    }, 15_000, 100);
   } finally {
     await admin.disconnect();
   }

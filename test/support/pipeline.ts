@@ -4,7 +4,7 @@
  * reducer) for what every packet must be.
  */
 import { randomBytes } from "node:crypto";
-import type { ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { spawnFoldWorker, waitForGroup } from "../../consumers/fold/fold-process.js";
 import { fileURLToPath } from "node:url";
 import { connectRedis } from "../../src/adapters/redis/connect.js";
@@ -18,6 +18,16 @@ export { expectedPackets };
 import { ProjectionReader } from "../../src/client/readback.js";
 
 export const BIN = fileURLToPath(new URL("../../bin/mufold.js", import.meta.url));
+
+/** Run the built `mufold` with these arguments and extra environment; resolves with its exit code and output. */
+export function runMufold(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
+}
 
 // The fold and the replay no longer load the Redis functions (`mufold setup` does, as an admin).
 // Tests start them with FoldWorker.start, runReplay and spawnWorker on the shared Redis: load

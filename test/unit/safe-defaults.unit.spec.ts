@@ -85,6 +85,17 @@ function led(name: string, partitions: number) {
   return { name, partitions: Array.from({ length: partitions }, (_, partitionId) => ({ partitionId, leader: 1, partitionErrorCode: 0, replicas: [1], isr: [1] })) };
 }
 
+/** An Admin that creates any topic and answers metadata requests with `answer`; `asked()` counts them. */
+function metadataAdmin(answer: (asked: number) => unknown) {
+  let asked = 0;
+  const admin = {
+    listTopics: async () => [],
+    createTopics: async () => true,
+    fetchTopicMetadata: async () => answer(asked++),
+  } as unknown as Admin;
+  return { admin, asked: () => asked };
+}
+
 /** A broker error as kafkajs raises it from a metadata answer. */
 function brokerError(type: string): Error {
   return Object.assign(new Error(`the broker said ${type}`), { name: "KafkaJSProtocolError", type, retriable: true });
@@ -129,46 +140,25 @@ describe("ensureTopics", () => {
       () => ({ topics: [{ ...led("t", 3), partitions: led("t", 3).partitions.map((p) => ({ ...p, leader: p.partitionId === 2 ? -1 : 1 })) }] }),
       () => ({ topics: [led("t", 3)] }),
     ];
-    let asked = 0;
-    const admin = {
-      listTopics: async () => [],
-      createTopics: async (request: { waitForLeaders?: boolean }) => request.waitForLeaders !== true,
-      fetchTopicMetadata: async () => answers[asked++]!(),
-    } as unknown as Admin;
+    const { admin, asked } = metadataAdmin((n) => answers[n]!());
     expect(await ensureTopics(admin, [{ topic: "t", partitions: 3 }])).toEqual(["t"]);
-    expect(asked).toBe(5);
+    expect(asked()).toBe(5);
   });
 
   it("fails past the wait naming the topic and the broker's last answer; any other metadata error fails at once", async () => {
-    let asked = 0;
-    const never = {
-      listTopics: async () => [],
-      createTopics: async () => true,
-      fetchTopicMetadata: async () => {
-        asked++;
-        throw brokerError("UNKNOWN_TOPIC_OR_PARTITION");
-      },
-    } as unknown as Admin;
-    const late = await ensureTopics(never, [{ topic: "t", partitions: 1 }], 250).catch((e: unknown) => e);
+    const never = metadataAdmin(() => Promise.reject(brokerError("UNKNOWN_TOPIC_OR_PARTITION")));
+    const late = await ensureTopics(never.admin, [{ topic: "t", partitions: 1 }], 250).catch((e: unknown) => e);
     expect(late).toBeInstanceOf(MufoldError);
     expect((late as MufoldError).retriable).toBe(true);
     expect((late as Error).message).toBe(
       "created t, but the broker's metadata did not show them ready within 250 ms: the broker said UNKNOWN_TOPIC_OR_PARTITION [UNKNOWN_TOPIC_OR_PARTITION]",
     );
-    expect(asked).toBeGreaterThan(1);
+    expect(never.asked()).toBeGreaterThan(1);
 
     const denied = brokerError("TOPIC_AUTHORIZATION_FAILED");
-    let deniedAsked = 0;
-    const refusing = {
-      listTopics: async () => [],
-      createTopics: async () => true,
-      fetchTopicMetadata: async () => {
-        deniedAsked++;
-        throw denied;
-      },
-    } as unknown as Admin;
-    await expect(ensureTopics(refusing, [{ topic: "t", partitions: 1 }])).rejects.toBe(denied);
-    expect(deniedAsked).toBe(1);
+    const refusing = metadataAdmin(() => Promise.reject(denied));
+    await expect(ensureTopics(refusing.admin, [{ topic: "t", partitions: 1 }])).rejects.toBe(denied);
+    expect(refusing.asked()).toBe(1);
   });
 
   it("sends nothing when every topic exists", async () => {
