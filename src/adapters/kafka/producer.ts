@@ -2,14 +2,12 @@
  * An idempotent, acks=all, zstd-compressing producer, and what a producing
  * application sees when a step of it fails (typedProducerStep).
  */
-import kafkajs from "kafkajs";
 import type { Kafka, Producer } from "kafkajs";
 import { describeSetting } from "../../config/settings.js";
 import { MufoldError } from "../../errors.js";
 import { Compression, KafkaAuthError, KafkaUnavailableError, type KafkaSettings } from "./client.js";
 import { isBrokerUnreachable, isSaslAuthFailure, kafkaFailureText } from "./errors.js";
-
-const { Partitioners } = kafkajs;
+import { createStablePartitioner } from "./partitioner.js";
 
 export interface OutMessage {
   key: Buffer | string | null;
@@ -24,12 +22,13 @@ export class ReliableProducer {
 
   static async connect(kafka: Kafka): Promise<ReliableProducer> {
     // Idempotence needs one request in flight per broker in kafkajs; batching comes from sendBatch.
-    // The default partitioner is Java-compatible murmur2 (librdkafka producers should use murmur2_random).
+    // The default partitioner is Java-compatible murmur2 (librdkafka producers should use murmur2_random),
+    // asked once per message so that a retried batch is the same batch (partitioner.ts).
     const producer = kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
-      createPartitioner: Partitioners.DefaultPartitioner,
+      createPartitioner: createStablePartitioner(),
     });
     await producer.connect();
     return new ReliableProducer(producer);
