@@ -5,7 +5,7 @@
  * A piece that is not ASCII (or a number `digits` does not write) spoils the
  * text (`text()` is then null), and the caller writes it the other way.
  */
-/** Pieces up to this long are copied by a loop, longer ones by Buffer's latin1 writer (a native call costs more than a short copy). */
+/** Pieces up to this long are copied by a loop, longer ones by Buffer's UTF-8 writer (a native call costs more than a short copy). */
 const SHORT_PIECE = 32;
 
 export class AsciiText {
@@ -21,13 +21,17 @@ export class AsciiText {
 
   put(piece: string): this {
     const length = piece.length;
-    if (this.used + length > this.buf.length) this.grow(length);
     if (length > SHORT_PIECE) {
-      if (this.ascii && !isAscii(piece)) this.ascii = false;
-      const buf = this.buf as LatinWritable;
-      this.used += buf.latin1Write !== undefined ? buf.latin1Write(piece, this.used) : buf.write(piece, this.used, "latin1");
+      // UTF-8 takes at most 3 bytes a UTF-16 unit: with that room nothing is cut, and the piece is ASCII exactly
+      // when it took one byte a unit (each other unit takes two or more). One native pass copies and checks.
+      if (this.used + 3 * length > this.buf.length) this.grow(3 * length);
+      const buf = this.buf as Utf8Writable;
+      const written = buf.utf8Write !== undefined ? buf.utf8Write(piece, this.used) : buf.write(piece, this.used, "utf8");
+      this.used += written;
+      if (written !== length) this.ascii = false;
       return this;
     }
+    if (this.used + length > this.buf.length) this.grow(length);
     // Most pieces are a key or a short value: a loop here costs less than a call into the native writer, and
     // checks ASCII in the same pass (a char code above 0x7f spoils the text; its low byte is what latin1 writes).
     const buf = this.buf;
@@ -74,11 +78,5 @@ export class AsciiText {
   }
 }
 
-/** Whether every character of `s` is ASCII. */
-function isAscii(s: string): boolean {
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
-  return true;
-}
-
-/** Buffer's encoding-specific writer (what `write(s, at, "latin1")` calls after parsing its arguments). */
-type LatinWritable = Buffer & { latin1Write?: (s: string, offset: number) => number };
+/** Buffer's encoding-specific writer (what `write(s, at, "utf8")` calls after parsing its arguments). */
+type Utf8Writable = Buffer & { utf8Write?: (s: string, offset: number) => number };

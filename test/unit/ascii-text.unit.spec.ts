@@ -42,6 +42,12 @@ describe("AsciiText", () => {
       }
     }
     expect(text.start().put("\u0041").put("\u007f").put("b".repeat(100)).text()).toBe("A\u007f" + "b".repeat(100));
+    // At the buffer's end: a long piece whose UTF-8 would not fit is not cut to look ASCII.
+    for (const fill of [8100, 8150, 8191]) {
+      expect(text.start().put("a".repeat(fill)).put(`${"b".repeat(40)}\u00e9`).text(), String(fill)).toBeNull();
+      expect(text.start().put("a".repeat(fill)).put(`${"b".repeat(40)}\u{1f600}`).text(), String(fill)).toBeNull();
+      expect(text.start().put("a".repeat(fill)).put("b".repeat(50)).text()).toBe("a".repeat(fill) + "b".repeat(50));
+    }
   });
 });
 
