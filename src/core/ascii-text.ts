@@ -5,6 +5,9 @@
  * A piece that is not ASCII (or a number `digits` does not write) spoils the
  * text (`text()` is then null), and the caller writes it the other way.
  */
+/** Powers of ten a double holds exactly, by exponent. */
+const POW10 = Array.from({ length: 16 }, (_, i) => 10 ** i);
+
 /** Pieces up to this long are copied by a loop, longer ones by Buffer's UTF-8 writer (a native call costs more than a short copy). */
 const SHORT_PIECE = 32;
 
@@ -53,16 +56,30 @@ export class AsciiText {
       this.ascii = false; // not what this writes: the caller's other way does
       return this;
     }
-    let length = 1;
-    for (let x = n; x >= 10; x = Math.floor(x / 10)) length++;
-    const size = Math.max(width, length);
-    if (this.used + size > this.buf.length) this.grow(size);
-    let at = this.used + size;
-    for (let i = 0; i < size; i++) {
-      this.buf[--at] = 0x30 + (n % 10);
-      n = Math.floor(n / 10);
+    // Most numbers fit their width (instants, microseconds): no count of their digits then.
+    let size = width;
+    if (width < 1 || width >= POW10.length || n >= POW10[width]!) {
+      size = 1;
+      for (let x = n; x >= 10; x = Math.floor(x / 10)) size++;
+      if (size < width) size = width;
     }
-    this.used += size;
+    if (this.used + size > this.buf.length) this.grow(size);
+    const buf = this.buf;
+    const start = this.used;
+    let at = start + size;
+    // Above 2^31 a digit costs a float division; below it, integer arithmetic (`| 0`) does.
+    while (n > 0x7fffffff) {
+      const q = Math.floor(n / 10);
+      buf[--at] = 0x30 + (n - q * 10);
+      n = q;
+    }
+    let m = n | 0;
+    while (at > start) {
+      const q = (m / 10) | 0;
+      buf[--at] = 0x30 + (m - q * 10);
+      m = q;
+    }
+    this.used = start + size;
     return this;
   }
 

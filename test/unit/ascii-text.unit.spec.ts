@@ -34,6 +34,13 @@ describe("AsciiText", () => {
     expect(text.start().put("ab").digits(-1, 3).text()).toBeNull();
     expect(text.start().digits(1.5, 3).text()).toBeNull();
     expect(text.start().put("ok").digits(7, 3).text()).toBe("ok007");
+    // Widths narrower than the number, zero, and numbers across 2^31 and up to 2^53 - 1.
+    const cases: [number, number, string][] = [
+      [0, 0, "0"], [5, 0, "5"], [0, 3, "000"], [123, 1, "123"], [99, 2, "99"], [100, 2, "100"],
+      [2 ** 31 - 1, 3, "2147483647"], [2 ** 31, 12, "002147483648"], [2 ** 53 - 1, 0, "9007199254740991"],
+      [10 ** 15, 16, "1000000000000000"], [10 ** 15, 15, "1000000000000000"], [7, 20, "00000000000000000007"],
+    ];
+    for (const [n, width, expected] of cases) expect(text.start().digits(n, width).text(), `${n}/${width}`).toBe(expected);
     // Short pieces are copied by a loop and long ones by the native writer: a non-ASCII character spoils either,
     // a character past U+00FF as well (its low byte would read as ASCII), and a spoiled text stays spoiled.
     for (const bad of ["\u0100", "\u4e01", "\u{1f600}", "\u0080", "\u00ff"]) {
