@@ -76,10 +76,12 @@ beforeAll(async () => {
     seen.set(identity, n + 1);
     halves[n % 2]!.push(obs);
   }
-  await produce(settings, halves[0]!.map(observationRecord));
-  splitTime = Date.now();
-  while (Date.now() <= splitTime) await new Promise((r) => setImmediate(r));
-  await produce(settings, halves[1]!.map(observationRecord));
+  // The producers' clocks, as CreateTime keeps them: the first halves a minute ago, the second halves a second later.
+  splitTime = Math.floor(Date.now() / 1000) * 1000 - 60_000;
+  await produce(settings, [
+    ...halves[0]!.map((o) => ({ ...observationRecord(o), timestamp: String(splitTime) })),
+    ...halves[1]!.map((o) => ({ ...observationRecord(o), timestamp: String(splitTime + 1000) })),
+  ]);
   const worker = await FoldWorker.start(settings, quietLog);
   try {
     await waitCaughtUp(settings);
@@ -492,7 +494,7 @@ describe("as-of reads and explanations", () => {
       const body = await expectAsOf(`/v1/projections/${identity}?as_of_time=${encodeURIComponent(iso)}`, identity, included);
       expect(body).toBe((await reader.get(identity, { asOf: { time: iso } }))!.text);
     }
-    // Each identity's second record was produced after splitTime (beforeAll).
+    // Each identity's second record is timestamped after splitTime (beforeAll).
     expect(split, "identities with records on both sides of the time").toBe([...byIdentity.values()].filter((l) => l.length >= 2).length);
     expect(split).toBeGreaterThan(10);
 
