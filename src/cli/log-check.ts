@@ -14,6 +14,7 @@ import { connectKafkaAdmin, kafkaClientSettings } from "../adapters/kafka/client
 import { partitionOffsets } from "../adapters/kafka/topics.js";
 import { controlKey, markField } from "../adapters/redis/keys.js";
 import { AsOfNotAvailableError } from "../client/past.js";
+import type { ProjectionReader } from "../client/readback.js";
 import type { Settings } from "../config/settings.js";
 
 /** Throws AsOfNotAvailableError when a partition of the topic ends below the live generation's mark. */
@@ -29,14 +30,30 @@ export async function assertLogStillFolded(settings: Settings, redis: Redis | Cl
     await admin.disconnect().catch(() => undefined);
   }
   const shorter: string[] = [];
-  for (const { partition, high } of ends) {
-    const mark = await redis.hget(controlKey(settings.prefix), markField(generation, settings.topic, partition));
+  const marks = ends.length === 0 ? [] : await redis.hmget(controlKey(settings.prefix), ...ends.map((e) => markField(generation, settings.topic, e.partition)));
+  ends.forEach(({ partition, high }, i) => {
+    const mark = marks[i] ?? null;
     if (mark !== null && BigInt(mark) > high) shorter.push(`partition ${partition} ends at ${high}, below the ${mark} generation ${generation} folded`);
-  }
+  });
   if (shorter.length === 0) return;
   throw new AsOfNotAvailableError(
     `topic_origin_differs: ${settings.topic} is not the log the live generation folded (${shorter.join("; ")}: truncated, or deleted and recreated); ` +
       "its offsets name other records now. Run `mufold replay --promote` to fold the log as it is.",
     null,
   );
+}
+
+/**
+ * Ask about the past once the topic is known to be the log folded: as_of_not_available (a point out of range,
+ * or the log check's refusal) is reported on stderr as `mufold <command>: …` and gives undefined (exit 4).
+ */
+export async function askThePast<T>(command: string, settings: Settings, redis: Redis | Cluster, reader: ProjectionReader, ask: () => Promise<T>): Promise<{ answer: T } | undefined> {
+  try {
+    await assertLogStillFolded(settings, redis, await reader.generation());
+    return { answer: await ask() };
+  } catch (err) {
+    if (!(err instanceof AsOfNotAvailableError)) throw err;
+    process.stderr.write(`mufold ${command}: ${err.message}\n`);
+    return undefined;
+  }
 }

@@ -4,12 +4,12 @@ import type { PyValue } from "../core/pyvalue.js";
 import { resolveSettings } from "../config/settings.js";
 import { openRedis, readerClientSettings } from "../adapters/redis/connect.js";
 import { ProjectionReader, type ProjectionChange, type ProjectionExplanation } from "../client/readback.js";
-import { AsOfNotAvailableError, type AsOf } from "../client/past.js";
+import type { AsOf } from "../client/past.js";
 import type { ExplainedDelivery } from "../fold/provenance.js";
 import { UsageError, type FlagValues } from "./args.js";
 import { commandFlags, stringFlag } from "./command.js";
 import { writeOut } from "./io.js";
-import { assertLogStillFolded } from "./log-check.js";
+import { askThePast } from "./log-check.js";
 import { asOfFlags, checkedIdentityFlag, parsePoint } from "./read.js";
 import { DIFF, EXPLAIN } from "./specs.js";
 import { diffJson, explanationJson } from "../client/past-json.js";
@@ -21,23 +21,16 @@ function identityFlag(values: FlagValues): string {
 }
 
 /**
- * Open a reader, check the topic is still the log the live generation folded (log-check.ts), run `ask`; map
- * "unknown" to exit 3 and as_of_not_available to exit 4.
+ * Open a reader and ask about the past (askThePast: as_of_not_available is exit 4); "unknown" is exit 3.
  */
 async function withReader<T>(command: string, values: FlagValues, ask: (reader: ProjectionReader) => Promise<T | null>, print: (answer: T) => string): Promise<number> {
   const settings = resolveSettings(values);
   const redis = await openRedis(readerClientSettings(settings), settings.connectTimeoutMs);
   try {
     const reader = new ProjectionReader(redis, settings.prefix, settings.reducerVersion, settings.topic);
-    let answer: T | null;
-    try {
-      await assertLogStillFolded(settings, redis, await reader.generation());
-      answer = await ask(reader);
-    } catch (err) {
-      if (!(err instanceof AsOfNotAvailableError)) throw err;
-      process.stderr.write(`mufold ${command}: ${err.message}\n`);
-      return 4;
-    }
+    const asked = await askThePast(command, settings, redis, reader, () => ask(reader));
+    if (asked === undefined) return 4;
+    const answer = asked.answer;
     if (answer === null) {
       process.stderr.write(`mufold ${command}: no projection for identity ${stringFlag(values, "identity")}\n`);
       return 3;

@@ -3,12 +3,11 @@ import { ContractError, IDENTITY_PATTERN, parsePyJson, validateProjection } from
 import { resolveSettings } from "../config/settings.js";
 import { openRedis, readerClientSettings } from "../adapters/redis/connect.js";
 import { ProjectionReader, identityOf } from "../client/readback.js";
-import { AsOfNotAvailableError } from "../client/past.js";
 import type { LogPosition } from "../fold/offset-index.js";
 import { AS_OF_TIME_FORM, parseAsOfTime, parsePositions, type AsOf } from "../client/past.js";
 import { canonicalJson } from "../core/canonical-json.js";
 import { UsageError, type FlagValues } from "./args.js";
-import { assertLogStillFolded } from "./log-check.js";
+import { askThePast } from "./log-check.js";
 import { commandFlags, stringFlag } from "./command.js";
 import { writeOut } from "./io.js";
 import { READ } from "./specs.js";
@@ -103,14 +102,10 @@ export async function readCommand(args: string[]): Promise<number> {
     }
     let packet: string | null;
     if (target.asOf !== undefined) {
-      try {
-        await assertLogStillFolded(settings, redis, await reader.generation());
-        packet = (await reader.get(target.identity, { asOf: target.asOf }))?.text ?? null;
-      } catch (err) {
-        if (!(err instanceof AsOfNotAvailableError)) throw err;
-        process.stderr.write(`mufold read: ${err.message}\n`);
-        return 4;
-      }
+      const asOf = target.asOf;
+      const asked = await askThePast("read", settings, redis, reader, async () => (await reader.get(target.identity, { asOf }))?.text ?? null);
+      if (asked === undefined) return 4;
+      packet = asked.answer;
     } else packet = await reader.read(target.identity);
     if (packet === null) {
       process.stderr.write(`mufold read: no projection for identity ${target.identity}\n`);
