@@ -168,7 +168,11 @@ async function produceAll(settings: Settings, messages: OutMessage[]): Promise<n
   return (Date.now() - t0) / 1000;
 }
 
-async function rawKafkajs(settings: Settings, total: number): Promise<number> {
+/**
+ * Raw kafkajs consumption of the whole topic: wall seconds, and what reading alone costs this process per record (CPU,
+ * the young generation's traffic), measured as the fold's: the floor under the worker's keys of the same names.
+ */
+async function rawKafkajs(settings: Settings, total: number): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic }> {
   const kafka = createKafka({ brokers: settings.brokers, clientId: "bench-raw" });
   const consumer = kafka.consumer({ groupId: `${settings.group}.raw`, maxWaitTimeInMs: 100 });
   await consumer.connect();
@@ -176,6 +180,9 @@ async function rawKafkajs(settings: Settings, total: number): Promise<number> {
   let seen = 0;
   // Timed like the fold: from run() (group join included) to the last record.
   const t0 = Date.now();
+  const cpu0 = process.cpuUsage();
+  const split = startThreadSplit();
+  const heap = startHeapTraffic();
   await new Promise<void>((resolve) => {
     void consumer.run({
       eachBatchAutoResolve: true,
@@ -186,8 +193,21 @@ async function rawKafkajs(settings: Settings, total: number): Promise<number> {
     });
   });
   const seconds = (Date.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const threads = split.stop(total);
+  const traffic = heap.stop(total);
   await consumer.disconnect();
-  return seconds;
+  return { seconds, cpuUs: cpu.user + cpu.system, split: threads, traffic };
+}
+
+async function brokerTopics(settings: Settings): Promise<number> {
+  const admin = createKafka({ brokers: settings.brokers, clientId: "bench-topics" }).admin();
+  await admin.connect();
+  try {
+    return (await admin.listTopics()).length;
+  } finally {
+    await admin.disconnect();
+  }
 }
 
 function kcat(settings: Settings, path: string): number {
@@ -389,6 +409,11 @@ async function redisMemory(redisUrl: string): Promise<number> {
 // As `mufold setup` would (once, on the benchmarks' Redis): the folds and the replay only check for the functions.
 await ensureSetup(testSettings());
 
+// Every client's first metadata request lists every topic of the cluster: a broker left with thousands of test
+// topics makes each worker start and admin connect decode megabytes (part of a fold step's allocation and CPU).
+result.broker_topics = await brokerTopics(testSettings());
+out("topics on the broker at the start (each client's first metadata lists them all)", result.broker_topics as number, "topics");
+
 // The fold step's topic and records, for the peer step.
 let foldTopic: { settings: Settings; messages: OutMessage[] } | undefined;
 
@@ -399,7 +424,7 @@ if (run("fold")) {
   if (run("peer")) foldTopic = { settings, messages };
   const produceSeconds = await produceAll(settings, messages);
   out("produce (one producer, idempotent, acks=all, zstd)", Math.round(RECORDS / produceSeconds), "observations/s");
-  const raw = await rawKafkajs(settings, RECORDS);
+  const { seconds: raw, ...rawCost } = await rawKafkajs(settings, RECORDS);
   const kc = kcat(settings, kcatPath);
   const memBefore = await redisMemory(settings.redisUrl);
   const netBefore = await redisNetInput(settings.redisUrl);
@@ -419,6 +444,11 @@ if (run("fold")) {
   const warm = await foldOnce(warmSettings);
   await dropPrefix(warmSettings);
   out("raw kafkajs consumption (eachBatch, no processing)", Math.round(RECORDS / raw), "records/s");
+  out(
+    "  raw kafkajs: CPU per record (main / other threads), young bytes allocated / promoted per record",
+    `${(rawCost.cpuUs / RECORDS).toFixed(1)} (${rawCost.split === null ? "not measured" : `${rawCost.split.mainUs.toFixed(1)} / ${rawCost.split.otherUs.toFixed(1)}`}), ${rawCost.traffic.allocatedBytes} / ${rawCost.traffic.promotedBytes}`,
+    "µs, bytes",
+  );
   out("kcat consumption (librdkafka, to /dev/null)", Math.round(RECORDS / kc), "records/s");
   out("fold, one worker (decide + apply + DLQ + commit)", Math.round(RECORDS / fold), "records/s");
   out("fold / raw kafkajs", (raw / fold).toFixed(2), "ratio");
@@ -469,6 +499,10 @@ if (run("fold")) {
     fold_records_per_s: Math.round(RECORDS / fold),
     raw_kafkajs_records_per_s: Math.round(RECORDS / raw),
     kcat_records_per_s: Math.round(RECORDS / kc),
+    raw_kafkajs_cpu_us_per_record: round(rawCost.cpuUs / RECORDS, 1),
+    raw_kafkajs_main_thread_us_per_record: rawCost.split === null ? null : round(rawCost.split.mainUs, 1),
+    raw_kafkajs_young_allocated_bytes_per_record: rawCost.traffic.allocatedBytes,
+    raw_kafkajs_promoted_bytes_per_record: rawCost.traffic.promotedBytes,
     fold_over_raw: round(raw / fold, 3),
     worker_cpu_us_per_record: Math.round(cpuUs / RECORDS),
     worker_cpu_cores_during_fold: round(cpuUs / 1e6 / fold),

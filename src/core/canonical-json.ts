@@ -21,6 +21,11 @@ export function quote(s: string): string {
   return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
 }
 
+/** Whether quote(s) escapes something, i.e. is more than `s` between two quotes. */
+export function needsEscape(s: string): boolean {
+  return NEEDS_ESCAPE.test(s);
+}
+
 export function floatJson(x: number, allowNan = false): string {
   if (Number.isFinite(x)) return pyFloatRepr(x);
   if (!allowNan) throw new CanonicalJsonError("Out of range float values are not JSON compliant");

@@ -9,7 +9,7 @@
  * function (mufold_v1.lua, EXPANSION) and `expandTokens` are the two
  * expanders; a unit test holds their tables equal.
  */
-import { floatJson, quote, sortedKeys } from "./canonical-json.js";
+import { floatJson, needsEscape, quote, sortedKeys } from "./canonical-json.js";
 import { PyFloat, type PyValue } from "./pyvalue.js";
 import type { LabelSummaryEntry, ReducedSubject } from "./subject.js";
 import { AsciiText } from "./ascii-text.js";
@@ -210,32 +210,45 @@ export function storedSubject(s: ReducedSubject): string {
     S.estimate + floatJson(s.utility_estimate.value) + "}";
 }
 
-const text = new AsciiText();
+/** An AsciiText that writes string values as compactString does, without making the quoted string first. */
+class CompactText extends AsciiText {
+  string(value: string): this {
+    const token = valueTokenOf.get(value);
+    if (token !== undefined) return this.put(token);
+    return needsEscape(value) ? this.put(quote(value)) : this.put('"').put(value).put('"');
+  }
+
+  stringOrNull(value: string | null): this {
+    return value === null ? this.put("null") : this.string(value);
+  }
+}
+
+const text = new CompactText();
 
 /** storedSubject written into one buffer; null when a piece is not ASCII (a fold's subjects always are: refs, enums, ids, numbers). */
 function storedSubjectAscii(s: ReducedSubject): string | null {
   const r = s.review;
   const sup = s.support;
   const st = s.evidence_strength;
-  text.start().put(S.level).put(compactString(s.attribution_level)).put(S.confidence).put(floatJson(s.confidence.value));
-  text.put(S.basis).put(compactString(s.effective_evidence_basis)).put(S.label).put(compactString(s.effective_utility_label)).put(S.summary);
+  text.start().put(S.level).string(s.attribution_level).put(S.confidence).put(floatJson(s.confidence.value));
+  text.put(S.basis).string(s.effective_evidence_basis).put(S.label).string(s.effective_utility_label).put(S.summary);
   const entries = s.evidence_label_summary;
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i]!;
     if (i > 0) text.put(",");
-    text.put(S.entry).put(floatJson(e.combined_confidence.value)).put(S.entryBasis).put(compactString(e.evidence_basis));
-    text.put(S.entryCount).put(String(e.observation_count)).put(S.entryLabel).put(compactString(e.utility_label)).put("}");
+    text.put(S.entry).put(floatJson(e.combined_confidence.value)).put(S.entryBasis).string(e.evidence_basis);
+    text.put(S.entryCount).put(String(e.observation_count)).put(S.entryLabel).string(e.utility_label).put("}");
   }
   text.put(S.replay).put(String(st.controlled_replay)).put(S.effect).put(String(st.deterministic_effect)).put(S.inference).put(String(st.evaluator_inference));
   text.put(S.insufficient).put(String(st.insufficient)).put(S.owner).put(String(st.owner_correction));
-  text.put(S.lastId).put(s.last_observation_id === null ? "null" : compactString(s.last_observation_id));
-  text.put(S.lastAt).put(s.last_observed_at === null ? "null" : compactString(s.last_observed_at));
+  text.put(S.lastId).stringOrNull(s.last_observation_id);
+  text.put(S.lastAt).stringOrNull(s.last_observed_at);
   text.put(S.digests);
   putStrings(s.memory_ref_digests);
   text.put(S.count).put(String(s.observation_count));
-  text.put(S.review).put(compactString(r.proposed_action)).put(S.quarantine).put(bool(r.quarantine_proposed)).put(S.reasons);
+  text.put(S.review).string(r.proposed_action).put(S.quarantine).put(bool(r.quarantine_proposed)).put(S.reasons);
   putStrings(r.reason_codes);
-  text.put(S.state).put(compactString(r.state)).put(S.subject).put(compactString(s.subject_id));
+  text.put(S.state).string(r.state).put(S.subject).string(s.subject_id);
   text.put(S.harmful).put(String(sup.harmful)).put(S.helpful).put(String(sup.helpful)).put(S.neutral).put(String(sup.neutral)).put(S.unknown).put(String(sup.unknown));
   text.put(S.uncertainty).put(floatJson(s.uncertainty.value)).put(S.max).put(floatJson(s.utility_bounds.max.value)).put(S.min).put(floatJson(s.utility_bounds.min.value));
   text.put(S.estimate).put(floatJson(s.utility_estimate.value)).put("}");
@@ -245,6 +258,6 @@ function storedSubjectAscii(s: ReducedSubject): string | null {
 function putStrings(list: readonly string[]): void {
   for (let i = 0; i < list.length; i++) {
     if (i > 0) text.put(",");
-    text.put(compactString(list[i]!));
+    text.string(list[i]!);
   }
 }

@@ -4,7 +4,7 @@
  * test holds them together) but without building, sorting and walking a
  * generic object per observation: this is the reducer's hot path.
  */
-import { floatJson, quote } from "./canonical-json.js";
+import { floatJson, needsEscape, quote } from "./canonical-json.js";
 import { compactKey as k, compactString } from "./compact-json.js";
 import type { Observation } from "./observation-model.js";
 import { AsciiText } from "./ascii-text.js";
@@ -116,7 +116,9 @@ const text = new AsciiText();
 /** historyEntryStored written into one buffer; null when created_at is not ASCII (every other field is: refs, enums, ids). */
 function historyEntryAscii(o: Observation, fingerprint: string, subjectId: string): string | null {
   text.start().put("{").put(K.application_receipt_id!).put('"').put(o.application_receipt_id).put('",').put(K.attribution_level!).put(compactString(o.attribution_level));
-  text.put(",").put(K.confidence!).put(floatJson(o.confidence)).put(",").put(K.created_at!).put(quote(o.created_at));
+  text.put(",").put(K.confidence!).put(floatJson(o.confidence)).put(",").put(K.created_at!);
+  if (needsEscape(o.created_at)) text.put(quote(o.created_at));
+  else text.put('"').put(o.created_at).put('"'); // no quoted copy made first
   text.put(",").put(K.evaluation_version!).put('"').put(o.evaluation_version).put('",').put(K.evaluator_ref!).put('"').put(o.evaluator_ref).put('"');
   text.put(",").put(K.evidence_basis!).put(compactString(o.evidence_basis)).put(",").put(K.evidence_refs!);
   putRefs(o.evidence_refs);

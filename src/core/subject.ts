@@ -104,8 +104,13 @@ function factorOf(o: Observation): number {
  * estimate, then the recheck), so the second read never walks.
  */
 export class FactorList {
-  /** The stats of the whole list, or null until the next read walks it. Read-only to every reader. */
+  /**
+   * The stats of the whole list when `walked`; else what the next read resets and walks again (its arrays reused,
+   * not made anew: this runs for every subject an insert or a removal touched). Read-only to every reader, and read
+   * before the list changes again.
+   */
   private stats: SubjectStats | null = null;
+  private walked = false;
 
   private constructor(
     readonly buckets: number[],
@@ -120,27 +125,27 @@ export class FactorList {
   insert(at: number, o: Observation): void {
     const bucket = bucketOf(o);
     const factor = factorOf(o);
-    if (this.stats !== null && at === this.buckets.length) addToStats(this.stats, bucket, factor);
-    else this.stats = null;
+    if (this.walked && at === this.buckets.length) addToStats(this.stats!, bucket, factor);
+    else this.walked = false;
     this.buckets.splice(at, 0, bucket);
     this.factors.splice(at, 0, factor);
   }
 
   remove(at: number): void {
-    this.stats = null;
+    this.walked = false;
     this.buckets.splice(at, 1);
     this.factors.splice(at, 1);
   }
 
   /** The stats of the list in its order (walked only when they were dropped since the last read). */
   read(): Readonly<SubjectStats> {
-    if (this.stats === null) {
-      const stats = emptyStats();
+    if (!this.walked) {
+      const stats = this.stats === null ? (this.stats = emptyStats()) : resetStats(this.stats);
       const { buckets, factors } = this;
       for (let i = 0; i < buckets.length; i++) addToStats(stats, buckets[i]!, factors[i]!);
-      this.stats = stats;
+      this.walked = true;
     }
-    return this.stats;
+    return this.stats!;
   }
 }
 
@@ -153,6 +158,17 @@ function emptyStats(): SubjectStats {
     strongest: -1,
     weakestDirectional: EVIDENCE_ORDER.length,
   };
+}
+
+/** `s` as emptyStats makes it, in place (fill keeps each array's element kind: the products stay doubles). */
+function resetStats(s: SubjectStats): SubjectStats {
+  s.count.fill(0);
+  s.remaining.fill(1.0);
+  s.directionalRemaining.fill(1.0);
+  s.labels.fill(0);
+  s.strongest = -1;
+  s.weakestDirectional = EVIDENCE_ORDER.length;
+  return s;
 }
 
 /** One observation into the stats: `at` its bucket, `f` its factor. */
@@ -169,9 +185,16 @@ function addToStats(s: SubjectStats, at: number, f: number): void {
   }
 }
 
-function subjectStats(observations: readonly Observation[] | FactorList): Readonly<SubjectStats> {
+/**
+ * Where a list without factor lists (a small subject, most of them) is walked: reset and reused, not made for
+ * each reduction. Every reader reads its stats before the next walk into the same scratch (sameRoundedProducts
+ * walks its two lists into two).
+ */
+const SCRATCH: readonly [SubjectStats, SubjectStats] = [emptyStats(), emptyStats()];
+
+function subjectStats(observations: readonly Observation[] | FactorList, scratch: 0 | 1 = 0): Readonly<SubjectStats> {
   if (observations instanceof FactorList) return observations.read();
-  const stats = emptyStats();
+  const stats = resetStats(SCRATCH[scratch]);
   for (const o of observations) addToStats(stats, bucketOf(o), factorOf(o));
   return stats;
 }
@@ -191,7 +214,7 @@ function subjectStats(observations: readonly Observation[] | FactorList): Readon
  */
 export function sameRoundedProducts(a: readonly Observation[] | FactorList, b: readonly Observation[] | FactorList): boolean {
   const x = subjectStats(a);
-  const y = subjectStats(b);
+  const y = subjectStats(b, 1);
   return sameRounded(x.remaining, y.remaining) && sameRounded(x.directionalRemaining, y.directionalRemaining);
 }
 

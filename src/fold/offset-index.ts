@@ -34,6 +34,7 @@
  * later deliveries are not indexed, which the meta's delivery count shows.
  * Pure: no IO.
  */
+import { AsciiText } from "../core/ascii-text.js";
 import type { ReducerContext } from "../core/identity.js";
 import { foldDelivery, emptyIdentityState, type FingerprintState, type IdentityState } from "../core/identity-state.js";
 import type { Observation } from "../core/observation.js";
@@ -64,7 +65,11 @@ const MAX_TIMESTAMP = 8_640_000_000_000_000;
 
 /** `/<timestamp>` for a record with a timestamp (a non-negative integer a Date holds); "" for one without (a pre-0.10 message says -1). */
 function timestampPart(timestamp: string | undefined): string {
-  return timestamp !== undefined && /^\d{1,16}$/.test(timestamp) && Number(timestamp) <= MAX_TIMESTAMP ? `/${timestamp}` : "";
+  return keptTimestamp(timestamp) ? `/${timestamp}` : "";
+}
+
+function keptTimestamp(timestamp: string | undefined): timestamp is string {
+  return timestamp !== undefined && /^\d{1,16}$/.test(timestamp) && Number(timestamp) <= MAX_TIMESTAMP;
 }
 
 /** The hex digits of a fingerprint from `at` (the ref's bucket key is the first REF_MIN). */
@@ -110,6 +115,25 @@ export class IndexRefs {
 
 /** The entry of a delivery (see the header). `prior`: the payload's earliest observation before this delivery, if it was delivered before. */
 export function indexEntry(position: IndexedPosition, ref: string, observation: Observation, prior: Observation | undefined, earlier: boolean): string {
+  return flatEntry(position, ref, observation, prior, earlier) ?? entryByParts(position, ref, observation, prior, earlier);
+}
+
+/** One entry's text is written once per delivery: one flat string, not a tree of the pieces (then flattened). */
+const entryText = new AsciiText();
+
+/** The entry written into one buffer; null when a piece is not what AsciiText writes (the caller concatenates then). */
+function flatEntry(position: IndexedPosition, ref: string, observation: Observation, prior: Observation | undefined, earlier: boolean): string | null {
+  const offset = Number(position.offset);
+  if (!Number.isSafeInteger(offset)) return null;
+  const t = entryText.start().digits(position.partition, 1).put(":").digits(offset, 1);
+  if (keptTimestamp(position.timestamp)) t.put("/").put(position.timestamp);
+  if (prior === undefined) return t.put("+").put(ref).text();
+  t.put(".").put(ref);
+  if (observation.created_at === prior.created_at) return t.text();
+  return (earlier ? t.put("<").put(prior.created_at) : t.put("=").put(observation.created_at)).text();
+}
+
+function entryByParts(position: IndexedPosition, ref: string, observation: Observation, prior: Observation | undefined, earlier: boolean): string {
   const head = `${position.partition}:${position.offset}${timestampPart(position.timestamp)}`;
   if (prior === undefined) return `${head}+${ref}`;
   if (observation.created_at === prior.created_at) return `${head}.${ref}`;

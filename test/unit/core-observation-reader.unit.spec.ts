@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import {
   canonicalJson,
   observationFingerprint,
+  observationIdOf,
   observationToPy,
   parsePyJson,
   validateObservation,
@@ -106,6 +107,12 @@ function spaced(text: string): string {
   return out;
 }
 
+/** A canonical text whose outcome ref is `length` characters long, with the id of its content (past 200 the validator refuses it). */
+function longRefText(length: number): string {
+  const long = { ...base, outcome_ref: "o".padEnd(length, "x") };
+  return canonicalJson(observationToPy({ ...long, observation_id: observationIdOf(long) }));
+}
+
 describe("observation reader: edge texts agree with the slow path", () => {
   const conf = `"confidence":0.5`;
   const cases: [string, string][] = [
@@ -170,6 +177,9 @@ describe("observation reader: edge texts agree with the slow path", () => {
     ["wrong id", edit(baseText, base.observation_id, base.observation_id.replace(/.$/, (c) => (c === "0" ? "1" : "0")))],
     ["scope with extra key", edit(baseText, `"scope":{`, `"scope":{"extra":"x",`)],
     ["scope not an object", edit(baseText, /"scope":\{[^}]*\}/.exec(baseText)![0], `"scope":[]`)],
+    ["200-character ref", canonicalJson(observationToPy(observation({ outcome_ref: "o".padEnd(200, "x") })))],
+    ["201-character ref, its id made to match", longRefText(201)],
+    ["sha256 digest with 63 hex digits", edit(baseText, `"${DIGEST_B}"`, `"sha256:${"ab".repeat(31)}a"`)],
     ["truncated", baseText.slice(0, -1)],
     ["empty", ""],
     ["not an object", "[]"],

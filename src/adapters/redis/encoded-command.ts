@@ -35,17 +35,18 @@ export function encodeCommand(name: string, ...lists: readonly (readonly (string
   return Buffer.from(scratch.subarray(0, at));
 }
 
-/** `n` in decimal, then CRLF (no string made for the number). */
+/** `n` in decimal, then CRLF (no string made for the number, nor a view of the scratch: both would be garbage per argument). */
 function putCount(n: number, at: number): number {
-  const start = at;
-  do {
-    scratch[at++] = 0x30 + (n % 10);
+  let size = 1;
+  for (let x = n; x >= 10; x = Math.floor(x / 10)) size++;
+  let end = at + size;
+  for (let i = end - 1; i >= at; i--) {
+    scratch[i] = 0x30 + (n % 10);
     n = Math.floor(n / 10);
-  } while (n > 0);
-  scratch.subarray(start, at).reverse();
-  scratch[at++] = 0x0d;
-  scratch[at++] = 0x0a;
-  return at;
+  }
+  scratch[end++] = 0x0d;
+  scratch[end++] = 0x0a;
+  return end;
 }
 
 function putBulk(text: string, at: number): number {
