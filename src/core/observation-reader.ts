@@ -152,12 +152,8 @@ const CANONICAL = new RegExp(
 
 /** The refs of a captured list body (`"a","b"`): refs hold no quote or comma. */
 function refsOf(body: string, maximum: number): string[] | null {
-  const refs: string[] = [];
-  for (let from = 1; from < body.length; ) {
-    const close = body.indexOf('"', from);
-    refs.push(body.slice(from, close));
-    from = close + 3; // past `","`
-  }
+  // split makes an array of exactly the refs: pushing into [] would give each list room for 17.
+  const refs = body.length === 0 ? [] : body.slice(1, -1).split('","');
   return refs.length <= maximum && ascending(refs) ? refs : null;
 }
 
