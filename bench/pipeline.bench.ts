@@ -402,6 +402,19 @@ async function redisNetInput(redisUrl: string): Promise<number> {
   return infoNumber(await redisInfo(redisUrl, "stats"), "total_net_input_bytes");
 }
 
+/** Redis's zset-max-listpack-value; null when CONFIG GET is refused (a managed Redis). */
+async function zsetListpackValue(redisUrl: string): Promise<number | null> {
+  const r = new Redis(redisUrl);
+  try {
+    const [, value] = (await r.config("GET", "zset-max-listpack-value")) as string[];
+    return value === undefined ? null : Number(value);
+  } catch {
+    return null;
+  } finally {
+    r.disconnect();
+  }
+}
+
 async function redisMemory(redisUrl: string): Promise<number> {
   return infoNumber(await redisInfo(redisUrl, "memory"), "used_memory");
 }
@@ -413,6 +426,9 @@ await ensureSetup(testSettings());
 // topics makes each worker start and admin connect decode megabytes (part of a fold step's allocation and CPU).
 result.broker_topics = await brokerTopics(testSettings());
 out("topics on the broker at the start (each client's first metadata lists them all)", result.broker_topics as number, "topics");
+// Redis's memory a delivery depends on it (docs/operations.md): mufold's sorted-set members are 100-200 bytes.
+result.redis_zset_max_listpack_value = await zsetListpackValue(testSettings().redisUrl);
+out("Redis zset-max-listpack-value", String(result.redis_zset_max_listpack_value), "bytes");
 
 // The fold step's topic and records, for the peer step.
 let foldTopic: { settings: Settings; messages: OutMessage[] } | undefined;

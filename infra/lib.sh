@@ -10,6 +10,9 @@ RUN_DIR="$CACHE_DIR/run"
 KAFKA_PORT="${MUFOLD_KAFKA_PORT:-9092}"
 KAFKA_CONTROLLER_PORT="${MUFOLD_KAFKA_CONTROLLER_PORT:-$((KAFKA_PORT + 1))}"
 REDIS_PORT="${MUFOLD_REDIS_PORT:-6379}"
+# The setting docs/operations.md recommends: mufold's sorted-set members (~100-200 bytes) stay in compact listpacks
+# (Redis's default, 64, makes every one a skiplist node plus a dict entry: ~12% of Redis's memory a delivery).
+REDIS_ZSET_LISTPACK_VALUE=256
 
 # Default ports use run/kafka and run/redis; any other port gets its own state
 # dir (run/kafka-19092, ...) so a second instance can run beside the default one.

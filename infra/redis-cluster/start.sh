@@ -71,6 +71,7 @@ start_node() {
     echo "cluster-node-timeout 5000"
     echo "appendonly no"
     echo 'save ""'
+    echo "zset-max-listpack-value $REDIS_ZSET_LISTPACK_VALUE"
     if [[ -n "${MUFOLD_REDIS_CLUSTER_PASSWORD:-}" ]]; then
       echo "requirepass \"$MUFOLD_REDIS_CLUSTER_PASSWORD\""
       echo "masterauth \"$MUFOLD_REDIS_CLUSTER_PASSWORD\""

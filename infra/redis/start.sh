@@ -54,7 +54,7 @@ fi
 
 redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --daemonize yes \
   --dir "$REDIS_RUN" --pidfile "$REDIS_PIDFILE" --logfile "$REDIS_RUN/redis.log" \
-  --save '' --appendonly no --protected-mode yes 8>&- \
+  --save '' --appendonly no --protected-mode yes --zset-max-listpack-value "$REDIS_ZSET_LISTPACK_VALUE" 8>&- \
   || die "redis-server failed to start (see ${REDIS_RUN#"$REPO_ROOT"/}/redis.log)"
 
 deadline=$(( $(now_ms) + TIMEOUT_S * 1000 ))

@@ -15,7 +15,7 @@ export interface StartedServices {
 
 export async function startContainers(kafkaHostPort = 19092): Promise<StartedServices> {
   const { GenericContainer, Wait } = await import("testcontainers");
-  const redis = await new GenericContainer(REDIS_IMAGE).withExposedPorts(6379).withCommand(["redis-server", "--save", "", "--appendonly", "no"]).start();
+  const redis = await new GenericContainer(REDIS_IMAGE).withExposedPorts(6379).withCommand(["redis-server", "--save", "", "--appendonly", "no", "--zset-max-listpack-value", "256"]).start();
   const kafka = await new GenericContainer(KAFKA_IMAGE)
     .withExposedPorts({ container: 9092, host: kafkaHostPort })
     .withEnvironment({
