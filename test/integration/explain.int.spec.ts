@@ -52,8 +52,9 @@ beforeAll(async () => {
   settings = testSettings({ partitions: 3 });
   const rng = new Prng(136);
   const sent = [...simulate({ agents: 6, observationsPerAgent: 50, duplicateRate: 0.2, conflictRate: 0.06, snapshotEvery: 1_000, seed: 136 })].map((d) => d.observation);
-  // Ten days ago, within a day, in no particular order: the producers' clocks, as CreateTime keeps them.
-  const base = Date.now() - 10 * 86_400_000;
+  // One fixed past day, in no particular order: the producers' clocks, as CreateTime keeps them (the topic keeps
+  // records of any age: its retention is infinite).
+  const base = Date.parse("2026-01-01T00:00:00Z");
   await produce(
     settings,
     sent.map((o) => ({ ...observationRecord(o), timestamp: String(base + rng.int(0, 86_400_000)) })),

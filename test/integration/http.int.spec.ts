@@ -76,8 +76,9 @@ beforeAll(async () => {
     seen.set(identity, n + 1);
     halves[n % 2]!.push(obs);
   }
-  // The producers' clocks, as CreateTime keeps them: the first halves a minute ago, the second halves a second later.
-  splitTime = Math.floor(Date.now() / 1000) * 1000 - 60_000;
+  // The producers' clocks, as CreateTime keeps them: the first halves at a fixed past second, the second halves a
+  // second later.
+  splitTime = Date.parse("2026-01-01T00:00:00Z");
   await produce(settings, [
     ...halves[0]!.map((o) => ({ ...observationRecord(o), timestamp: String(splitTime) })),
     ...halves[1]!.map((o) => ({ ...observationRecord(o), timestamp: String(splitTime + 1000) })),
