@@ -210,11 +210,14 @@ export function storedSubject(s: ReducedSubject): string {
     S.estimate + floatJson(s.utility_estimate.value) + "}";
 }
 
-/** An AsciiText that writes string values as compactString does, without making the quoted string first. */
-class CompactText extends AsciiText {
+/** An AsciiText that writes string values as compactString and quote do, without making the quoted string first. */
+export class CompactText extends AsciiText {
   string(value: string): this {
     const token = valueTokenOf.get(value);
-    if (token !== undefined) return this.put(token);
+    return token !== undefined ? this.put(token) : this.quoted(value);
+  }
+
+  quoted(value: string): this {
     return needsEscape(value) ? this.put(quote(value)) : this.put('"').put(value).put('"');
   }
 

@@ -4,10 +4,9 @@
  * test holds them together) but without building, sorting and walking a
  * generic object per observation: this is the reducer's hot path.
  */
-import { floatJson, needsEscape, quote } from "./canonical-json.js";
-import { compactKey as k, compactString } from "./compact-json.js";
+import { floatJson, quote } from "./canonical-json.js";
+import { CompactText, compactKey as k, compactString } from "./compact-json.js";
 import type { Observation } from "./observation-model.js";
-import { AsciiText } from "./ascii-text.js";
 
 function list(xs: readonly string[]): string {
   let out = "[";
@@ -111,23 +110,21 @@ export function historyEntryStored(o: Observation, fingerprint: string, subjectI
   );
 }
 
-const text = new AsciiText();
+const text = new CompactText();
 
 /** historyEntryStored written into one buffer; null when created_at is not ASCII (every other field is: refs, enums, ids). */
 function historyEntryAscii(o: Observation, fingerprint: string, subjectId: string): string | null {
-  text.start().put("{").put(K.application_receipt_id!).put('"').put(o.application_receipt_id).put('",').put(K.attribution_level!).put(compactString(o.attribution_level));
-  text.put(",").put(K.confidence!).put(floatJson(o.confidence)).put(",").put(K.created_at!);
-  if (needsEscape(o.created_at)) text.put(quote(o.created_at));
-  else text.put('"').put(o.created_at).put('"'); // no quoted copy made first
+  text.start().put("{").put(K.application_receipt_id!).put('"').put(o.application_receipt_id).put('",').put(K.attribution_level!).string(o.attribution_level);
+  text.put(",").put(K.confidence!).put(floatJson(o.confidence)).put(",").put(K.created_at!).quoted(o.created_at);
   text.put(",").put(K.evaluation_version!).put('"').put(o.evaluation_version).put('",').put(K.evaluator_ref!).put('"').put(o.evaluator_ref).put('"');
-  text.put(",").put(K.evidence_basis!).put(compactString(o.evidence_basis)).put(",").put(K.evidence_refs!);
+  text.put(",").put(K.evidence_basis!).string(o.evidence_basis).put(",").put(K.evidence_refs!);
   putRefs(o.evidence_refs);
   text.put(",").put(K.memory_ref_digests!);
   putRefs(o.memory_ref_digests);
   text.put(",").put(K.observation_fingerprint!).put('"').put(fingerprint).put('"');
   text.put(",").put(K.observation_id!).put('"').put(o.observation_id).put('",').put(K.outcome_ref!).put('"').put(o.outcome_ref).put('",').put(K.reason_codes!);
   putRefs(o.reason_codes);
-  text.put(",").put(K.subject_id!).put('"').put(subjectId).put('",').put(K.utility_label!).put(compactString(o.utility_label)).put("}");
+  text.put(",").put(K.subject_id!).put('"').put(subjectId).put('",').put(K.utility_label!).string(o.utility_label).put("}");
   return text.text();
 }
 

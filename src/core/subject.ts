@@ -104,13 +104,8 @@ function factorOf(o: Observation): number {
  * estimate, then the recheck), so the second read never walks.
  */
 export class FactorList {
-  /**
-   * The stats of the whole list when `walked`; else what the next read resets and walks again (its arrays reused,
-   * not made anew: this runs for every subject an insert or a removal touched). Read-only to every reader, and read
-   * before the list changes again.
-   */
+  /** The stats of the whole list, or null until the next read walks it. Read-only to every reader. */
   private stats: SubjectStats | null = null;
-  private walked = false;
 
   private constructor(
     readonly buckets: number[],
@@ -125,27 +120,27 @@ export class FactorList {
   insert(at: number, o: Observation): void {
     const bucket = bucketOf(o);
     const factor = factorOf(o);
-    if (this.walked && at === this.buckets.length) addToStats(this.stats!, bucket, factor);
-    else this.walked = false;
+    if (this.stats !== null && at === this.buckets.length) addToStats(this.stats, bucket, factor);
+    else this.stats = null;
     this.buckets.splice(at, 0, bucket);
     this.factors.splice(at, 0, factor);
   }
 
   remove(at: number): void {
-    this.walked = false;
+    this.stats = null;
     this.buckets.splice(at, 1);
     this.factors.splice(at, 1);
   }
 
   /** The stats of the list in its order (walked only when they were dropped since the last read). */
   read(): Readonly<SubjectStats> {
-    if (!this.walked) {
-      const stats = this.stats === null ? (this.stats = emptyStats()) : resetStats(this.stats);
+    if (this.stats === null) {
+      const stats = emptyStats();
       const { buckets, factors } = this;
       for (let i = 0; i < buckets.length; i++) addToStats(stats, buckets[i]!, factors[i]!);
-      this.walked = true;
+      this.stats = stats;
     }
-    return this.stats!;
+    return this.stats;
   }
 }
 
