@@ -19,7 +19,7 @@ import { parseArgs } from "node:util";
 import { routeRecords } from "../src/fold/batch-router.js";
 import { IdentityModel } from "../src/fold/identity-model.js";
 import { runUnderMufoldFlags } from "./mufold-flags.js";
-import { batchesOf, partitionedWorkload } from "./partitioned-workload.js";
+import { batchesOf, partitionedWorkload, workload } from "./partitioned-workload.js";
 
 await runUnderMufoldFlags();
 
@@ -90,16 +90,11 @@ if (values.engine) {
 } else {
   const { ensureSetup } = await import("../src/adapters/redis/functions.js");
   const { FoldWorker } = await import("../consumers/fold/fold-worker.js");
-  const { observationRecord } = await import("../src/client/producer.js");
   const { openSender } = await import("../producers/produce.js");
-  const { simulate } = await import("../producers/simulation.js");
   const { dropPrefix, quietLog, testSettings, waitCaughtUp } = await import("../test/support/pipeline.js");
   await ensureSetup(testSettings());
   const settings = { ...testSettings(), partitions: 12 };
-  // The pipeline bench's fold workload: ~500 agents' observations, 10% retries, 1% changed judgments.
-  const messages = [...simulate({ agents: 500, observationsPerAgent: Math.ceil(records / 500), snapshotEvery: 50, duplicateRate: 0.1, conflictRate: 0.01, seed: 1 })]
-    .slice(0, records)
-    .map((d) => observationRecord(d.observation));
+  const messages = workload(records, 500, 50, 1); // the pipeline bench's fold step
   const sender = await openSender(settings);
   await sender.send(messages);
   await sender.close();

@@ -5,17 +5,23 @@
  * engine without a broker.
  */
 import { createHash } from "node:crypto";
+import type { OutMessage } from "../src/adapters/kafka/producer.js";
 import type { SourceRecord } from "../src/fold/source-record.js";
 import { observationRecord } from "../src/client/producer.js";
 import { simulate } from "../producers/simulation.js";
 
 export const PARTITIONS = 12;
 
+/** `records` observations of `agents` agents (a new memory snapshot every `snapshotEvery`), 10% retries, 1% changed judgments, as records. */
+export function workload(records: number, agents: number, snapshotEvery: number, seed: number): OutMessage[] {
+  const perAgent = Math.ceil(records / agents);
+  return [...simulate({ agents, observationsPerAgent: perAgent, snapshotEvery, duplicateRate: 0.1, conflictRate: 0.01, seed })].slice(0, records).map((d) => observationRecord(d.observation));
+}
+
 /** Per partition, its records in offset order. */
 export function partitionedWorkload(records: number): SourceRecord[][] {
   const byPartition = Array.from({ length: PARTITIONS }, () => [] as SourceRecord[]);
-  for (const d of [...simulate({ agents: 500, observationsPerAgent: Math.ceil(records / 500), snapshotEvery: 50, duplicateRate: 0.1, conflictRate: 0.01, seed: 1 })].slice(0, records)) {
-    const m = observationRecord(d.observation);
+  for (const m of workload(records, 500, 50, 1)) {
     const p = createHash("md5").update(m.key as string).digest()[0]! % PARTITIONS;
     // A Kafka timestamp, as every record of a v2 batch has (the offset index keeps it).
     const offset = byPartition[p]!.length;

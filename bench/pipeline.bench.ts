@@ -82,6 +82,7 @@ import { WORKER_NODE_FLAGS, mufoldBin } from "../consumers/fold/fold-process.js"
 import { FoldWorker } from "../consumers/fold/fold-worker.js";
 import { runReplay } from "../consumers/replay/replay.js";
 import { observationRecord } from "../src/client/producer.js";
+import { workload } from "./partitioned-workload.js";
 import { openSender } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
 import { nodeFlagsInEffect, runUnderMufoldFlags } from "./mufold-flags.js";
@@ -154,11 +155,6 @@ const out = (...cells: (string | number)[]) => {
   rows.push(cells.map(String));
   process.stderr.write(cells.join(" | ") + "\n");
 };
-
-function workload(records: number, agents: number, snapshotEvery: number, seed: number): OutMessage[] {
-  const perAgent = Math.ceil(records / agents);
-  return [...simulate({ agents, observationsPerAgent: perAgent, snapshotEvery, duplicateRate: 0.1, conflictRate: 0.01, seed })].slice(0, records).map((d) => observationRecord(d.observation));
-}
 
 async function produceAll(settings: Settings, messages: OutMessage[]): Promise<number> {
   const t0 = Date.now();
