@@ -129,6 +129,17 @@ class Run {
     }
   }
 
+  /** What a run that did not converge looks like: the packets against the expected, the worker, the marks, the group. */
+  async describe(worker: FoldWorker, expected: Map<string, string>, settings = this.settings): Promise<string> {
+    const d = comparePackets(await packetsNow(settings), expected);
+    const healing = JSON.stringify(worker.healing(), (_, v: unknown) => (typeof v === "bigint" ? String(v) : v));
+    return (
+      `${d.missing.length} missing, ${d.extra.length} extra, ${d.different.length} different of ${expected.size} packets; ` +
+      `the worker ${worker.state}, healing ${healing}; marks ${JSON.stringify([...(await this.marks(settings))])}; ` +
+      `group committed ${await this.committedTotal()} of ${this.produced}`
+    );
+  }
+
   /** The reducer over the records on the topic (those `only` keeps); the topic holds exactly what was produced, all valid. */
   async expected(only: (r: SourceRecord) => boolean = () => true): Promise<Map<string, string>> {
     const records = await readTopic(this.settings);
@@ -147,7 +158,9 @@ class Run {
    */
   async converge(worker: FoldWorker, settings = this.settings): Promise<void> {
     const expected = await this.expected();
-    await until("the packets to become exact", async () => same(await packetsNow(settings), expected), 120_000, 200);
+    await until("the packets to become exact", async () => same(await packetsNow(settings), expected), 120_000, 200).catch(async (err: unknown) => {
+      throw new Error(`${(err as Error).message}: ${await this.describe(worker, expected, settings)}`, { cause: err });
+    });
     await until("the fold whole again", () => worker.state === "folding", 60_000);
     await waitCaughtUp(settings);
     expect(comparePackets(await readAllPackets(settings), expected)).toEqual(exact);
