@@ -13,7 +13,7 @@ import { analyzeIdentityState, subjectOfGroup, type IdentityAnalysis, type Subje
 import type { ReducerContext } from "./identity.js";
 import type { IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
-import { historyEntryStored } from "./observation-json.js";
+import { historyEntryStored, historyListJson, type HistoryEntryOf } from "./observation-json.js";
 import { compactJson, compactString, expandTokens, storedSubject } from "./compact-json.js";
 import { compareOrder, sortedInOrder } from "./ordering.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } from "./projection.js";
@@ -80,15 +80,15 @@ export function historyPart(obs: Observation, subjectId: string, fingerprint: st
  * each subject's latest, so past that bound most fragments are never read:
  * at 1,000 deliveries, writing them all was ~10% of the reduction.
  */
-class DeferredHistoryPart implements HistoryPart {
+class DeferredHistoryPart implements HistoryPart, HistoryEntryOf {
   readonly member: string;
   hash = "";
   private written: string | null = null;
 
   constructor(
-    private readonly obs: Observation,
-    private readonly subjectId: string,
-    private readonly fingerprint: string,
+    readonly obs: Observation,
+    readonly subjectId: string,
+    readonly fingerprint: string,
   ) {
     this.member = historyMember(obs.created_at, obs.observation_id);
   }
@@ -307,13 +307,16 @@ export function computeParts(
   return parts;
 }
 
-/**
- * The packet's bytes as an ordered list of pieces, exactly as the Redis read
- * function concatenates them: joined they are the packet (in the stored form).
- */
-function packetPieces(parts: PartsView): string[] {
-  if (parts.rejected !== null) return [parts.rejected];
-  const pieces = parts.skeleton.split(SKELETON_SEPARATOR);
+/** A packet's lists in the order the Redis read function concatenates them, and the skeleton's pieces around them. */
+interface PacketLists {
+  skeleton: string[];
+  history: HistoryPart[];
+  conflicts: string[];
+  proposals: string[];
+  subjects: string[];
+}
+
+function packetLists(parts: PartsView): PacketLists {
   // Byte order, as Redis returns the members (and as Python orders the strings they encode).
   const byMember = <T extends { member: string }>(m: Map<string, T>) => sortedByBytes([...m.values()], (x) => x.member);
   let history = byMember(parts.history);
@@ -324,20 +327,36 @@ function packetPieces(parts: PartsView): string[] {
   }
   const subjects = byMember(parts.subjects);
   const conflicts = [...parts.conflicts.keys()].sort().slice(0, MAX_PROJECTION_REJECTIONS);
-  const lists = [
-    history.map((h) => h.fragment),
-    conflicts.map((id) => parts.conflicts.get(id)!),
-    subjects.filter((s) => s.proposal !== null).map((s) => s.proposal!),
-    subjects.map((s) => s.fragment),
-  ];
-  // One piece per list (joined natively: a flat string, not a concatenation per fragment).
-  const out = [pieces[0]!];
-  for (let i = 0; i < lists.length; i++) out.push("[", lists[i]!.join(","), "]", pieces[i + 1]!);
-  return out;
+  return {
+    skeleton: parts.skeleton.split(SKELETON_SEPARATOR),
+    history,
+    conflicts: conflicts.map((id) => parts.conflicts.get(id)!),
+    proposals: subjects.filter((s) => s.proposal !== null).map((s) => s.proposal!),
+    subjects: subjects.map((s) => s.fragment),
+  };
 }
 
-/** The TypeScript twin of the Redis read function: parts to packet bytes (tokens expanded). */
+/**
+ * The packet's bytes, in the stored form, after its history list: what the
+ * Redis read function concatenates (one piece per list, joined natively: a
+ * flat string, not a concatenation per fragment).
+ */
+function afterHistory(l: PacketLists): string {
+  const sk = l.skeleton;
+  return [sk[1], "[", l.conflicts.join(","), "]", sk[2], "[", l.proposals.join(","), "]", sk[3], "[", l.subjects.join(","), "]", sk[4]].join("");
+}
+
+/**
+ * The TypeScript twin of the Redis read function: parts to packet bytes (tokens
+ * expanded). Parts computed for one assembly ("on read") write their history
+ * list in canonical form directly (historyListJson): no stored fragment per
+ * entry, and no token pass over the largest list.
+ */
 export function assembleParts(parts: PartsView): string {
   if (parts.rejected !== null) return parts.rejected;
-  return expandTokens(packetPieces(parts).join(""));
+  const l = packetLists(parts);
+  if (l.history.every((h) => h instanceof DeferredHistoryPart)) {
+    return expandTokens(l.skeleton[0]!) + historyListJson(l.history as DeferredHistoryPart[]) + expandTokens(afterHistory(l));
+  }
+  return expandTokens(l.skeleton[0]! + "[" + l.history.map((h) => h.fragment).join(",") + "]" + afterHistory(l));
 }

@@ -15,7 +15,7 @@ import {
   type Observation,
   type PyObject,
 } from "../../src/core/index.js";
-import { observationIdentityJson, observationJson, historyEntryJson } from "../../src/core/observation-json.js";
+import { observationIdentityJson, observationJson, historyEntryJson, historyListJson } from "../../src/core/observation-json.js";
 import { historyEntry, historyEntryToPy } from "../../src/core/projection.js";
 import { assembleParts, computeParts } from "../../src/core/packet-parts.js";
 import { IDENTITY_FIELDS } from "../../src/core/observation.js";
@@ -91,5 +91,19 @@ describe("history fragments written on read (the one-shot reduction's assembly)"
     expect(assembleParts(parts)).toBe(expected);
     const now = computeParts(context, state);
     for (const [id, h] of now.history) expect(parts.history.get(id)!.fragment).toBe(h.fragment);
+  });
+
+  it("the history list is written in one buffer, and the concatenating way when a created_at is not ASCII, to the same bytes", () => {
+    const some = oneIdentity(30);
+    const expected = (entries: { obs: Observation; fingerprint: string; subjectId: string }[]) =>
+      canonicalJson(entries.map((e) => historyEntryToPy(historyEntry(e.obs, e.subjectId, e.fingerprint))));
+    const ascii = some.map((o) => ({ obs: o, fingerprint: observationFingerprint(o), subjectId: subjectIdOf(o) }));
+    expect(historyListJson(ascii)).toBe(expected(ascii));
+    expect(historyListJson([])).toBe("[]");
+    for (const createdAt of ["2026-01-02\u00e910:00:00+00:00", "2026-01-02\u6642", "2026-01-02T10:00:00+00:00\ud83d\ude00"]) {
+      const mixed = ascii.map((e, i) => (i === 7 ? { ...e, obs: { ...e.obs, created_at: createdAt } } : e));
+      expect(historyListJson(mixed)).toBe(expected(mixed));
+      expect(historyListJson(mixed)).toContain(JSON.stringify(createdAt).slice(1, -1));
+    }
   });
 });
