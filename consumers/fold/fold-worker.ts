@@ -2,8 +2,11 @@
  * The fold: a consumer-group member that decides every record, applies the
  * accepted ones to their identities in Redis (one version-checked call per
  * identity per batch), dead-letters the rest, and only then commits offsets.
+ * This class keeps the generation and the positions against the marks; its
+ * parts: FoldPositions, PartitionGuard, SetupWatch, DeadLetterSender, the
+ * readiness checks and the counters.
  */
-import { isBrokerUnreachable, isPermanentKafkaError, isRebalance, isRetriableKafkaError } from "../../src/adapters/kafka/errors.js";
+import { isBrokerUnreachable, isRetriableKafkaError } from "../../src/adapters/kafka/errors.js";
 import { hostname } from "node:os";
 import type { Cluster, Redis } from "ioredis";
 import { createKafka, kafkaClientSettings, type Kafka } from "../../src/adapters/kafka/client.js";
@@ -14,7 +17,6 @@ import { FunctionsMissingError } from "../../src/adapters/redis/errors.js";
 import { connectRedis, redisClientSettings } from "../../src/adapters/redis/connect.js";
 import { GenerationMovedError, PauseLostError, type ControlStore } from "../../src/fold/control-store.js";
 import { PositionContradictedError, StateLostError } from "../../src/fold/identity-store.js";
-import { assertFunctionsLoaded } from "../../src/adapters/redis/functions.js";
 import { checkRedisServer } from "../../src/adapters/redis/server-checks.js";
 import { RedisControlStore } from "../../src/adapters/redis/control-store.js";
 import { writerStore, type RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
@@ -22,9 +24,9 @@ import type { Settings } from "../../src/config/settings.js";
 import { MufoldError } from "../../src/errors.js";
 import type { Logger } from "../../src/observability/log.js";
 import type { FoldMetrics } from "../../src/observability/metrics.js";
-import { inBatchOrder, keyWaves, routeRecords, type RoutedBatch } from "../../src/fold/batch-router.js";
+import { keyWaves, routeRecords, type RoutedBatch } from "../../src/fold/batch-router.js";
 import { ChangeFeed, changeFeedSettings } from "../feed/change-feed.js";
-import { dlqMessage, dlqSendGroups, dlqTopic } from "../../src/fold/dead-letter.js";
+import { dlqTopic } from "../../src/fold/dead-letter.js";
 import type { SourceRecord } from "../../src/fold/source-record.js";
 import type { DecisionOptions } from "../../src/fold/record-decision.js";
 import { dlqLimits } from "../../src/adapters/kafka/topic-limits.js";
@@ -33,6 +35,11 @@ import { OutageClock } from "./outage.js";
 import { PartitionGuard, partitionField } from "./partition-guard.js";
 import { FoldPositions, type Healing } from "./fold-positions.js";
 import { warmUpEngine } from "./warm-up.js";
+import { errorText, heartbeatOrYield, POLL_MS, sleep } from "./batch-hold.js";
+import { countBatch, countDeadLetters, emptyCounters, type BatchStats, type FoldCounters } from "./fold-counters.js";
+import { DeadLetterSender } from "./dead-letter-sender.js";
+import { SetupWatch } from "./setup-watch.js";
+import { foldReadinessChecks } from "./readiness.js";
 
 /** A fetched batch: where it starts and ends on its partition, and its records by identity key. */
 interface Batch {
@@ -44,37 +51,11 @@ interface Batch {
 
 /** What applying a batch gave: the applier's counts and the records decided to the DLQ. */
 interface Folded {
-  stats: Awaited<ReturnType<IdentityApplier["applyInWaves"]>>;
+  stats: BatchStats;
   rejected: RoutedBatch["rejected"];
 }
 
-export interface FoldCounters {
-  consumed: number;
-  applied: number;
-  duplicatesSkipped: number;
-  deadLettered: number;
-  casRetries: number;
-  batches: number;
-  dlqByReason: Record<string, number>;
-}
-
-const POLL_MS = 250;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/**
- * Heartbeat while a batch is held (an outage, a pause). When the group is
- * rebalancing, give the batch up (uncommitted, it is redelivered) so this
- * member can rejoin instead of stalling the group; other heartbeat failures
- * (the broker itself is down) are the outage being ridden out.
- */
-async function heartbeatOrYield(ctx: BatchContext): Promise<void> {
-  try {
-    await ctx.heartbeat();
-  } catch (error) {
-    // Rebalancing, or this member was expelled: rethrow kafkajs's own error, so its runner rejoins at once.
-    if (isRebalance(error)) throw error;
-  }
-}
-const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+export type { FoldCounters };
 
 /**
  * routeRecords of one wave. Deciding turns every bad record into a DLQ record, so a throw here is a bug, not an
@@ -100,7 +81,7 @@ function assertReducerVersion(generation: number, stored: string | null, configu
 }
 
 export class FoldWorker {
-  readonly counters: FoldCounters = { consumed: 0, applied: 0, duplicatesSkipped: 0, deadLettered: 0, casRetries: 0, batches: 0, dlqByReason: {} };
+  readonly counters: FoldCounters = emptyCounters();
   readonly workerId = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
   private consumer: GroupConsumer | undefined;
   private producer: ReliableProducer | undefined;
@@ -120,8 +101,8 @@ export class FoldWorker {
   private readonly positions = new FoldPositions();
   /** The resync under way (one at a time): reading the marks and seeking to them. */
   private resyncing: Promise<void> | undefined;
-  /** Set while Redis lacks mufold's function libraries (`mufold setup` has not run on it). */
-  private setupMissing: FunctionsMissingError | undefined;
+  /** Whether Redis has mufold's function libraries (`mufold setup` has run on it). */
+  private readonly setup: SetupWatch;
   private idleTimer: NodeJS.Timeout | undefined;
   private positionTimer: NodeJS.Timeout | undefined;
   /** Partitions to fetch from offset 0 once, for the origin check, before they go on from their marks. */
@@ -136,8 +117,8 @@ export class FoldWorker {
   readonly outages: OutageClock;
   /** The change feed (stream entries and review proposals); undefined when MUFOLD_CHANGE_FEED=off. */
   private feed: ChangeFeed | undefined;
-  /** Record bytes one dead-letter batch may carry (from the DLQ topic's max.message.bytes; set in prepare). */
-  private dlqBudget = 0;
+  /** Set in prepare, once the producer is connected and the DLQ topic's limits are read. */
+  private deadLetters: DeadLetterSender | undefined;
   private crashedWith: ((error: unknown) => void) | undefined;
   /** Settles if the consumer stops on a non-retriable error (the process should exit and be restarted). */
   readonly crashed = new Promise<unknown>((resolve) => (this.crashedWith = resolve));
@@ -154,6 +135,7 @@ export class FoldWorker {
     this.applier = new IdentityApplier(this.identities, settings.cacheSize, { cacheMaxBytes: settings.cacheMaxBytes, inFlight: settings.identitiesInFlight, casAttempts: settings.casMaxAttempts });
     this.guard = new PartitionGuard(this.control, "live", async (topic, partition) => (await this.partitionOffsets(topic, partition)).high);
     this.outages = new OutageClock(settings.outageToleranceSeconds);
+    this.setup = new SetupWatch(redis, this.outages, settings.outageToleranceSeconds, this.log, () => this.publishPosition());
   }
 
   /** A partition's log start and end offsets now (rare: a batch's high watermark below the mark, an origin to check). */
@@ -173,7 +155,7 @@ export class FoldWorker {
    * generation made anew after Redis lost it (`rebuilding`); or waiting for `mufold setup`.
    */
   get state(): "folding" | Healing | "waiting_for_setup" {
-    if (this.setupMissing !== undefined) return "waiting_for_setup";
+    if (this.setup.missing !== undefined) return "waiting_for_setup";
     const healing = this.positions.healing();
     if (healing.some((h) => h.why === "rebuilding")) return "rebuilding";
     return healing.length > 0 ? "behind_log" : "folding";
@@ -188,33 +170,16 @@ export class FoldWorker {
     return this.applier.cached;
   }
 
-  /** Readiness checks for /readyz: the broker answers heartbeats, and this worker is in its group. */
+  /** Readiness checks for /readyz (readiness.ts). */
   readinessChecks(): Record<string, () => Promise<void>> {
-    return {
-      kafka: async () => {
-        const age = Date.now() - (this.consumer?.lastHeartbeat ?? 0);
-        if (age > 15_000) throw new Error(`no heartbeat accepted by the group coordinator for ${Math.round(age / 1000)}s`);
-      },
-      group: async () => {
-        if (!this.consumer?.joined) throw new Error(`not a member of group ${this.settings.group} (joining, rebalancing or stopped)`);
-      },
-      outage: async () => {
-        const ongoing = Object.entries(this.outages.ongoing());
-        if (ongoing.length > 0) throw new Error(`riding out an outage: ${ongoing.map(([what, s]) => `${what} unreachable for ${s}s`).join(", ")}`);
-      },
-      position: async () => {
-        if (this.setupMissing !== undefined) throw new Error(`waiting_for_setup: ${this.setupMissing.message}`);
-        const healing = this.positions.healing();
-        if (healing.length === 0) return;
-        const records = healing.reduce((n, h) => n + h.records, 0n);
-        const cause = this.state === "rebuilding" ? "rebuilding: Redis lost the generation; it is rebuilt from the log start" : "behind_log: Redis went back in time; the partitions are refolded from their marks";
-        throw new Error(`${cause}: ${records} records to refold on ${healing.length} partitions (${healing.map((h) => `${this.settings.topic}[${h.partition}] ${h.records}`).join(", ")})`);
-      },
-      parked: async () => {
-        const parked = this.consumer?.parked() ?? [];
-        if (parked.length > 0) throw new Error(`partitions parked at a batch that cannot be decoded: ${parked.map((p) => `${p.topic}[${p.partition}]@${p.offset} (${p.reason})`).join("; ")}`);
-      },
-    };
+    return foldReadinessChecks({
+      consumer: () => this.consumer,
+      group: this.settings.group,
+      topic: this.settings.topic,
+      outages: this.outages,
+      setupMissing: () => this.setup.missing,
+      healing: () => this.positions.healing(),
+    });
   }
 
   static async start(settings: Settings, log: Logger, metrics?: FoldMetrics): Promise<FoldWorker> {
@@ -242,6 +207,7 @@ export class FoldWorker {
     this.applier.feed = feedSettings.enabled;
     const admin = this.kafka.admin();
     await admin.connect();
+    let dlqBudget: number;
     try {
       await ensureTopics(admin, [
         topicSpec(settings, settings.topic),
@@ -249,8 +215,8 @@ export class FoldWorker {
         ...(proposalsTopic === null ? [] : [topicSpec(settings, proposalsTopic)]),
       ]);
       await assertInfiniteRetention(admin, settings.topic, settings.allowFiniteRetention);
-      this.dlqBudget = (await dlqLimits(admin, dlqTopic(settings.topic))).budget;
-      await this.untilSetUp();
+      dlqBudget = (await dlqLimits(admin, dlqTopic(settings.topic))).budget;
+      await this.setup.untilSetUp();
       await checkRedisServer(this.redis, { allowEvictingPolicy: settings.allowEvictingPolicy }, this.log);
       const control = await this.control.state();
       const live = await this.control.initGeneration(settings.reducerVersion);
@@ -271,6 +237,7 @@ export class FoldWorker {
       this.log.info("engine warmed up", { records: settings.warmUpRecords, ms: Date.now() - t0 });
     }
     this.producer = await ReliableProducer.connect(this.kafka);
+    this.deadLetters = new DeadLetterSender(this.producer, settings.topic, dlqBudget, this.outages, this.log, () => this.stopping);
     if (feedSettings.enabled) this.feed = new ChangeFeed(this.identities, { ...feedSettings, proposalsTopic }, this.producer);
     this.consumer = await GroupConsumer.start(this.kafka, {
       groupId: settings.group,
@@ -342,11 +309,11 @@ export class FoldWorker {
         // (A read is not a recovery: only a successful seal ends a Redis outage, so a Redis that reads but
         // refuses writes still runs out the tolerance.)
         control = await this.control.state();
-        this.setupFound();
+        this.setup.found();
         if (control.paused) await this.control.ackPause(this.workerId, control.epoch);
       } catch (error) {
         if (error instanceof FunctionsMissingError) {
-          this.waitForSetup(error);
+          this.setup.lacking(error);
         } else {
           // Redis unreachable (restarting): hold the batch, uncommitted, and keep the group membership alive.
           if (!warned) this.log.warn("Redis unavailable; holding the batch", { error: errorText(error) });
@@ -370,26 +337,6 @@ export class FoldWorker {
     }
   }
 
-  /** Redis has no function libraries (or another build's): not ready, and past the outage tolerance the fold ends. */
-  private waitForSetup(error: FunctionsMissingError): void {
-    if (this.setupMissing === undefined) this.log.error("waiting for `mufold setup`: Redis lacks mufold's function libraries; nothing is folded meanwhile", { error: errorText(error) });
-    this.setupMissing = error;
-    this.publishPosition();
-    try {
-      this.outages.failed("setup", error);
-    } catch {
-      throw new MufoldError(`${error.message} (waited ${this.settings.outageToleranceSeconds}s, MUFOLD_OUTAGE_TOLERANCE_SECONDS; start the fold again after setup)`, { retriable: false, cause: error });
-    }
-  }
-
-  private setupFound(): void {
-    if (this.setupMissing === undefined) return;
-    this.setupMissing = undefined;
-    this.outages.recovered("setup");
-    this.log.warn("Redis has mufold's function libraries again; folding resumes");
-    this.publishPosition();
-  }
-
   /** Read the live generation and the marks, and seek every assigned partition that stands elsewhere (one at a time). */
   private resync(options: { committed?: boolean } = {}): Promise<void> {
     const run = (this.resyncing ?? Promise.resolve()).catch(() => undefined).then(() => this.resyncNow(options));
@@ -407,10 +354,10 @@ export class FoldWorker {
     try {
       control = await this.control.state();
     } catch (error) {
-      if (error instanceof FunctionsMissingError) this.waitForSetup(error);
+      if (error instanceof FunctionsMissingError) this.setup.lacking(error);
       throw error;
     }
-    this.setupFound();
+    this.setup.found();
     let generation = control.generation;
     if (generation === null) {
       // Redis lost everything (emptied, a new server): the log rebuilds it, as a changelog restores a lost store.
@@ -514,21 +461,6 @@ export class FoldWorker {
     if (ms > 0) this.log.warn("Redis reachable again; folding resumes", { outageSeconds: Math.round(ms / 1000) });
   }
 
-  /** Wait for `mufold setup` (libraries missing, or another build's) within the outage tolerance. */
-  private async untilSetUp(): Promise<void> {
-    for (;;) {
-      try {
-        await assertFunctionsLoaded(this.redis);
-        this.setupFound();
-        return;
-      } catch (error) {
-        if (!(error instanceof FunctionsMissingError)) throw error;
-        this.waitForSetup(error);
-        await sleep(POLL_MS * 4);
-      }
-    }
-  }
-
   private async ackIfIdle(): Promise<void> {
     if (this.batchesInFlight > 0 || this.stopping) return;
     try {
@@ -573,8 +505,8 @@ export class FoldWorker {
         if ((await this.recoverFrom(err, generation, batch, ctx, attempt)) === "elsewhere") return;
       }
     }
-    await this.deadLetter(folded.rejected, records, ctx);
-    this.countBatch(records, folded, ctx);
+    countDeadLetters(this.counters, this.metrics, await this.deadLetters!.send(folded.rejected, records, ctx));
+    countBatch(this.counters, this.metrics, this.applier, records.length, folded.stats, ctx);
     endBatch?.();
   }
 
@@ -682,58 +614,13 @@ export class FoldWorker {
     // Refusals for good (a key-layout bug, a missing grant, another topic: typed by the adapters) are never retried.
     if (err instanceof MufoldError && !err.retriable) throw err;
     // Redis restarting or unreachable: the batch stays uncommitted; try again until the outage tolerance runs out.
-    if (err instanceof FunctionsMissingError) this.waitForSetup(err);
+    if (err instanceof FunctionsMissingError) this.setup.lacking(err);
     else this.outages.failed("redis", err);
     this.log.warn("apply failed; retrying the batch", { error: errorText(err), attempt });
     if (!ctx.stillOwned() || this.stopping) throw err;
     await heartbeatOrYield(ctx);
     await sleep(Math.min(5_000, POLL_MS * attempt));
     return "again";
-  }
-
-  /** Produce the rejected records to the DLQ (at least once), riding out a broker outage; counted by reason. */
-  private async deadLetter(decided: RoutedBatch["rejected"], records: readonly SourceRecord[], ctx: BatchContext): Promise<void> {
-    if (decided.length === 0) return;
-    const rejected = inBatchOrder(decided, records); // the waves went key by key
-    const messages = dlqSendGroups(rejected.map((r) => dlqMessage(r.record, r.reason, r.detail, this.dlqBudget)), this.dlqBudget);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        for (const group of messages) await this.producer!.send(dlqTopic(this.settings.topic), group); // a retry may resend groups: DLQ delivery is at least once
-        this.outages.recovered("kafka");
-        break;
-      } catch (error) {
-        // The producer already retried; a broker outage can outlast that. The batch stays uncommitted meanwhile.
-        // A record the broker refuses for good (too large, not authorized) is not an outage: give up at once.
-        if (isPermanentKafkaError(error)) throw error;
-        this.outages.failed("kafka", error);
-        if (!ctx.stillOwned() || this.stopping) throw error;
-        this.log.warn("dead-letter produce failed; retrying", { error: errorText(error), attempt });
-        await heartbeatOrYield(ctx);
-        await sleep(Math.min(5_000, 500 * attempt));
-      }
-    }
-    for (const r of rejected) {
-      this.counters.dlqByReason[r.reason] = (this.counters.dlqByReason[r.reason] ?? 0) + 1;
-      this.metrics?.deadLetters.inc({ reason: r.reason });
-    }
-    this.counters.deadLettered += rejected.length;
-  }
-
-  private countBatch(records: readonly SourceRecord[], { stats }: Folded, ctx: BatchContext): void {
-    this.counters.applied += stats.applied;
-    this.counters.duplicatesSkipped += stats.duplicatesSkipped;
-    this.counters.casRetries += stats.casRetries;
-    this.counters.consumed += records.length;
-    this.counters.batches++;
-    if (!this.metrics) return;
-    this.metrics.deliveriesApplied.inc(stats.applied);
-    this.metrics.duplicatesSkipped.inc(stats.duplicatesSkipped);
-    this.metrics.casRetries.inc(stats.casRetries);
-    this.metrics.conflictingDeliveries.inc(stats.conflicting);
-    this.metrics.recordsConsumed.inc(records.length);
-    this.metrics.identitiesCached.set(this.applier.cached);
-    this.metrics.identityCacheBytes.set(this.applier.cachedBytes);
-    this.metrics.consumerLag.set({ topic: ctx.topic, partition: String(ctx.partition) }, Math.max(0, Number(BigInt(ctx.highWatermark) - BigInt(ctx.nextOffset))));
   }
 
   /** Leave the group and close connections; an unfinished batch stays uncommitted and is redelivered. */
