@@ -1,41 +1,37 @@
 /** The `mufold` command: dispatch to subcommands; every failure ends as one line and an exit code (fatal.ts). */
-import { logLevelFromEnv } from "../observability/log.js";
 import { UsageError } from "./args.js";
-import { configExplainCommand } from "./config-explain.js";
-import { demoCommand } from "./demo.js";
-import { reportFatal } from "./fatal.js";
-import { foldCommand } from "./fold.js";
 import { guardClosedPipes, writeOut } from "./io.js";
-import { diffCommand, explainCommand } from "./past-commands.js";
-import { readCommand } from "./read.js";
-import { REWARD_MEMORY_COMMANDS, REWARD_MEMORY_USAGE } from "./reward-memory.js";
-import { serveCommand } from "./serve.js";
-import { setupCommand } from "./setup.js";
-import { DEMO, DIFF, EXPLAIN, FOLD, MAIN_USAGE, PRODUCE, READ, REPLAY, SERVE, SETUP, SIMULATE, STATUS, CONFIG_EXPLAIN } from "./specs.js";
-import { statusCommand } from "./status.js";
-import { produceCommand, replayCommand, simulateCommand } from "./stream-commands.js";
+import { DEMO, DIFF, EXPLAIN, FOLD, MAIN_USAGE, PRODUCE, READ, REPLAY, SERVE, SETUP, SIMULATE, STATUS, CONFIG_EXPLAIN, REWARD_MEMORY_USAGE } from "./specs.js";
 import { packageVersion } from "./version.js";
 
 type Command = (args: string[]) => Promise<number>;
+/**
+ * A command, loaded when it runs: `mufold --help`, `--version` and a usage
+ * error load none of the Kafka, Redis and HTTP clients (importing every
+ * command's modules cost ~0.5 s of CPU before anything was printed).
+ */
+type Load = () => Promise<Command>;
 
-const COMMANDS: Record<string, Command> = {
-  produce: produceCommand,
-  simulate: simulateCommand,
-  fold: foldCommand,
-  read: readCommand,
-  explain: explainCommand,
-  diff: diffCommand,
-  replay: replayCommand,
-  status: statusCommand,
-  serve: serveCommand,
-  setup: setupCommand,
-  demo: demoCommand,
+const COMMANDS: Record<string, Load> = {
+  produce: async () => (await import("./stream-commands.js")).produceCommand,
+  simulate: async () => (await import("./stream-commands.js")).simulateCommand,
+  fold: async () => (await import("./fold.js")).foldCommand,
+  read: async () => (await import("./read.js")).readCommand,
+  explain: async () => (await import("./past-commands.js")).explainCommand,
+  diff: async () => (await import("./past-commands.js")).diffCommand,
+  replay: async () => (await import("./stream-commands.js")).replayCommand,
+  status: async () => (await import("./status.js")).statusCommand,
+  serve: async () => (await import("./serve.js")).serveCommand,
+  setup: async () => (await import("./setup.js")).setupCommand,
+  demo: async () => (await import("./demo.js")).demoCommand,
 };
 
+const rewardMemory = (name: string): Load => async () => (await import("./reward-memory.js")).REWARD_MEMORY_COMMANDS[name]!;
+
 /** Two-word commands: the group, its usage, its subcommands. */
-const GROUPS: Record<string, { usage: string; commands: Record<string, Command> }> = {
-  "reward-memory": { usage: REWARD_MEMORY_USAGE, commands: REWARD_MEMORY_COMMANDS },
-  config: { usage: CONFIG_EXPLAIN.usage, commands: { explain: configExplainCommand } },
+const GROUPS: Record<string, { usage: string; commands: Record<string, Load> }> = {
+  "reward-memory": { usage: REWARD_MEMORY_USAGE, commands: { "utility-project": rewardMemory("utility-project"), "utility-reduce": rewardMemory("utility-reduce"), validate: rewardMemory("validate") } },
+  config: { usage: CONFIG_EXPLAIN.usage, commands: { explain: async () => (await import("./config-explain.js")).configExplainCommand } },
 };
 
 /** `mufold help <command>`. */
@@ -59,7 +55,7 @@ const USAGES: Record<string, string> = {
 const JSON_LOGGING = new Set(["fold", "serve", "replay", "setup"]);
 
 /** Resolve `argv` to a command to run, or to text to print. */
-function route(argv: string[]): { name: string; run: Command; args: string[] } | { print: string; to: "stdout" | "stderr"; code: number } | { error: UsageError } {
+function route(argv: string[]): { name: string; load: Load; args: string[] } | { print: string; to: "stdout" | "stderr"; code: number } | { error: UsageError } {
   const [first, second, ...rest] = argv;
   if (first === undefined) return { print: MAIN_USAGE, to: "stderr", code: 2 };
   if (first === "--help" || first === "-h") return { print: MAIN_USAGE, to: "stdout", code: 0 };
@@ -70,14 +66,14 @@ function route(argv: string[]): { name: string; run: Command; args: string[] } |
   }
   if (first === "--version" || first === "-V") return { print: `${packageVersion()}\n`, to: "stdout", code: 0 };
   const command = COMMANDS[first];
-  if (command !== undefined) return { name: first, run: command, args: argv.slice(1) };
+  if (command !== undefined) return { name: first, load: command, args: argv.slice(1) };
   const group = GROUPS[first];
   if (group !== undefined) {
     if (second === undefined) return { print: group.usage, to: "stderr", code: 2 };
     if (second === "--help" || second === "-h") return { print: group.usage, to: "stdout", code: 0 };
     const sub = group.commands[second];
     if (sub === undefined) return { error: new UsageError(`unknown subcommand ${JSON.stringify(second)} of mufold ${first}: mufold ${first} --help lists them`) };
-    return { name: `${first} ${second}`, run: sub, args: rest };
+    return { name: `${first} ${second}`, load: sub, args: rest };
   }
   if (first.startsWith("-")) return { error: new UsageError(`unknown option ${first}: mufold --help lists the commands`) };
   return { error: new UsageError(`unknown command ${JSON.stringify(first)}: mufold --help lists the commands`) };
@@ -90,7 +86,7 @@ export async function main(argv: string[]): Promise<number> {
     try {
       await writeOut(target.print, target.to === "stdout" ? process.stdout : process.stderr);
     } catch (err) {
-      return reportFatal("", err, { json: false });
+      return (await import("./fatal.js")).reportFatal("", err, { json: false });
     }
     return target.code;
   }
@@ -102,9 +98,10 @@ export async function main(argv: string[]): Promise<number> {
   let debug = false;
   try {
     // The reference CLI's commands ignore MUFOLD_LOG_LEVEL; mufold's own refuse an unknown one before any work.
-    if (!target.name.startsWith("reward-memory")) debug = logLevelFromEnv() === "debug";
-    return await target.run(target.args);
+    if (!target.name.startsWith("reward-memory")) debug = (await import("../observability/log.js")).logLevelFromEnv() === "debug";
+    const run = await target.load();
+    return await run(target.args);
   } catch (err) {
-    return reportFatal(target.name, err, { json, debug });
+    return (await import("./fatal.js")).reportFatal(target.name, err, { json, debug });
   }
 }

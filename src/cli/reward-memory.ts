@@ -4,15 +4,6 @@ import { commandFlags, stringFlag } from "./command.js";
 import { InputReadError, inputText, readInputBytes, readInputText, writeOut } from "./io.js";
 import { UTILITY_PROJECT, VALIDATE } from "./specs.js";
 
-export const REWARD_MEMORY_USAGE = `usage:
-  mufold reward-memory utility-project --input FILE|- [--format json]
-      Reduce {observations, scope, retrieval_snapshot_ref, policy_snapshot_ref,
-      reducer_version?, previous_projection?} into a projection packet (canonical JSON).
-      Exit 0 for an accepted packet, 2 for a rejected packet or an unusable request.
-  mufold reward-memory validate --input FILE|-
-      Run the fail-closed readback validator. Exit 0 valid, 1 invalid, 2 unusable input.
-`;
-
 export interface CommandOutput {
   stdout: string;
   stderr: string;

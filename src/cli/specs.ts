@@ -380,3 +380,13 @@ export const MAIN_USAGE = `usage: mufold <command> [flags]    (mufold <command> 
 Every command but reward-memory also takes the setting flags (mufold fold --help lists them).
 A closed standard output (| head) ends a command quietly with exit 141.
 `;
+
+/** `mufold reward-memory`: the reference CLI's commands, as `reward-memory` runs them. */
+export const REWARD_MEMORY_USAGE = `usage:
+  mufold reward-memory utility-project --input FILE|- [--format json]
+      Reduce {observations, scope, retrieval_snapshot_ref, policy_snapshot_ref,
+      reducer_version?, previous_projection?} into a projection packet (canonical JSON).
+      Exit 0 for an accepted packet, 2 for a rejected packet or an unusable request.
+  mufold reward-memory validate --input FILE|-
+      Run the fail-closed readback validator. Exit 0 valid, 1 invalid, 2 unusable input.
+`;

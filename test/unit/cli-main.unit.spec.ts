@@ -8,6 +8,7 @@
 import { readFileSync, writeFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { spawnSync } from "node:child_process";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { main } from "../../src/cli/main.js";
 import { pointEndpointsAtCountingListener, type CountingListener } from "../support/counting-listener.js";
@@ -110,6 +111,27 @@ describe("--help and --version", () => {
     for (const flag of ["--version", "-V"]) {
       const r = await run([flag]);
       expect(r).toEqual({ code: 0, stdout: `${PACKAGE.version}\n`, stderr: "" });
+    }
+  });
+
+  it("--version, --help and an unknown command load no command's modules: no Kafka, Redis, logging or metrics client", () => {
+    // A fresh process: this one has loaded everything. What it loaded through require (the clients are CommonJS) is listed after main returns.
+    const script = `
+      import { createRequire } from "node:module";
+      const { main } = await import(${JSON.stringify(new URL("../../src/cli/main.ts", import.meta.url).href)});
+      for (const args of [["--version"], ["--help"], ["help", "fold"], ["--bogus"], ["bogus"]]) await main(args);
+      const loaded = Object.keys(createRequire(import.meta.url).cache).map((p) => /node_modules\\/(kafkajs|ioredis|pino|prom-client)\\//.exec(p)?.[1]).filter(Boolean);
+      process.stderr.write("LOADED " + JSON.stringify([...new Set(loaded)]) + "\\n");`;
+    const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8", cwd: new URL("../..", import.meta.url).pathname });
+    expect(r.stderr).toContain("unknown option --bogus"); // the script ran main to the end
+    expect(/LOADED (.*)/.exec(r.stderr)?.[1]).toBe("[]");
+  });
+
+  it("every reward-memory subcommand is routed to its module (utility-reduce is utility-project's other name)", async () => {
+    for (const sub of ["utility-project", "utility-reduce", "validate"]) {
+      const r = await run(["reward-memory", sub, "--bogus"]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/--bogus/);
     }
   });
 });
