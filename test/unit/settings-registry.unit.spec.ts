@@ -198,6 +198,12 @@ describe("the settings that moved into the registry", () => {
       'invalid setting kafkaMaxRetryTimeMs (MUFOLD_KAFKA_MAX_RETRY_TIME_MS) = "200": must be at least kafkaInitialRetryTimeMs (MUFOLD_KAFKA_INITIAL_RETRY_TIME_MS) = 300',
     ],
     [{ MUFOLD_KAFKA_CONSUMER_RETRIES: "101" }, 'invalid setting kafkaConsumerRetries (MUFOLD_KAFKA_CONSUMER_RETRIES) = "101": must be an integer from 0 to 100'],
+    [{ KAFKA_BROKERS: " , " }, 'invalid setting brokers (--brokers / KAFKA_BROKERS) = " , ": at least one broker'],
+    [{ KAFKA_BROKERS: "a:9092,localhost" }, 'invalid setting brokers (--brokers / KAFKA_BROKERS) = "a:9092,localhost": each broker must be host:port'],
+    [{ MUFOLD_GROUP: "" }, 'invalid setting group (--group / MUFOLD_GROUP) = "": must not be empty'],
+    [{ MUFOLD_REPLICATION_FACTOR: "0" }, 'invalid setting replicationFactor (--replication-factor / MUFOLD_REPLICATION_FACTOR) = "0": must be broker (the broker\'s default.replication.factor) or an integer from 1 to 32767'],
+    // Two broken: the first in the settings' order is the one named.
+    [{ MUFOLD_TOPIC: "bad topic", MUFOLD_CAS_MAX_ATTEMPTS: "0" }, 'invalid setting topic (--topic / MUFOLD_TOPIC) = "bad topic": must be a valid Kafka topic name'],
   ];
   for (const [env, message] of refused) {
     it(`refuse ${JSON.stringify(env)}, naming the variable`, () => {
