@@ -1,7 +1,7 @@
 /** The `mufold` command: dispatch to subcommands; every failure ends as one line and an exit code (fatal.ts). */
 import { UsageError } from "./args.js";
 import { guardClosedPipes, writeOut } from "./io.js";
-import { DEMO, DIFF, EXPLAIN, FOLD, MAIN_USAGE, PRODUCE, READ, REPLAY, SERVE, SETUP, SIMULATE, STATUS, CONFIG_EXPLAIN, REWARD_MEMORY_USAGE } from "./specs.js";
+import { DEMO, DIFF, EXPLAIN, FOLD, MAIN_USAGE, PRODUCE, READ, REPLAY, REPLAY_WORKER_ARG, SERVE, SETUP, SIMULATE, STATUS, CONFIG_EXPLAIN, REWARD_MEMORY_USAGE } from "./specs.js";
 import { packageVersion } from "./version.js";
 
 type Command = (args: string[]) => Promise<number>;
@@ -24,6 +24,15 @@ const COMMANDS: Record<string, Load> = {
   serve: async () => (await import("./serve.js")).serveCommand,
   setup: async () => (await import("./setup.js")).setupCommand,
   demo: async () => (await import("./demo.js")).demoCommand,
+};
+
+/**
+ * `mufold replay --internal-worker`, a worker process of `replay --workers N` (its settings and job come over the IPC
+ * channel): it loads the worker's modules only, not the coordinator's, the verifier's or the producer's.
+ */
+const REPLAY_WORKER: Load = async () => {
+  const [{ runReplayWorker }, { createLogger }] = await Promise.all([import("../../consumers/replay/replay-worker.js"), import("../observability/log.js")]);
+  return async () => runReplayWorker(createLogger({ service: "mufold" }));
 };
 
 const rewardMemory = (name: string): Load => async () => (await import("./reward-memory.js")).REWARD_MEMORY_COMMANDS[name]!;
@@ -65,6 +74,7 @@ function route(argv: string[]): { name: string; load: Load; args: string[] } | {
     return usage === undefined ? { error: new UsageError(`no command ${JSON.stringify(second)}: mufold --help lists them`) } : { print: usage, to: "stdout", code: 0 };
   }
   if (first === "--version" || first === "-V") return { print: `${packageVersion()}\n`, to: "stdout", code: 0 };
+  if (first === "replay" && second === REPLAY_WORKER_ARG && rest.length === 0) return { name: first, load: REPLAY_WORKER, args: [] };
   const command = COMMANDS[first];
   if (command !== undefined) return { name: first, load: command, args: argv.slice(1) };
   const group = GROUPS[first];

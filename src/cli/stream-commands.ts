@@ -6,7 +6,6 @@ import { resolveSettings, type Settings } from "../config/settings.js";
 import { createLogger } from "../observability/log.js";
 import { runReplay } from "../../consumers/replay/replay.js";
 import { DEFAULT_CHUNK_BYTES } from "../../consumers/replay/replay-summary.js";
-import { runReplayWorker } from "../../consumers/replay/replay-worker.js";
 import { VerifyDetails } from "../../consumers/verify/verify.js";
 import { verifyReportHtml } from "../../consumers/verify/verify-report.js";
 import { openSender, prepareMessages, produce } from "../../producers/produce.js";
@@ -19,7 +18,7 @@ import { commandFlags, stringFlag } from "./command.js";
 import { InputReadError, readInputText, writeOut } from "./io.js";
 import { preflight } from "./preflight.js";
 import { progressBar } from "./progress.js";
-import { PRODUCE, REPLAY, REPLAY_WORKER_ARG, SIMULATE } from "./specs.js";
+import { PRODUCE, REPLAY, SIMULATE } from "./specs.js";
 import { intFlag, numberFlag } from "./values.js";
 
 export async function produceCommand(args: string[]): Promise<number> {
@@ -107,8 +106,6 @@ export async function runSimulation(
 }
 
 export async function replayCommand(args: string[]): Promise<number> {
-  // A worker process of --workers: its settings and job come over the IPC channel.
-  if (args.length === 1 && args[0] === REPLAY_WORKER_ARG) return runReplayWorker(createLogger({ service: "mufold" }));
   const values = await commandFlags(REPLAY, args);
   if (values === undefined) return 0;
   const settings = resolveSettings(values);
