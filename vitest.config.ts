@@ -79,6 +79,7 @@ const RUNTIME_DEPENDENT = {
     "decide-fast-path", // fatal TextDecoder, Buffer keys and headers
     "encoded-command", // Buffer encoding of Redis commands
     "kafka-timeout-patch", // timers and TimeoutNegativeWarning (Node 24)
+    "model-heap-estimate", // V8's heap layout against the cache's estimate
     "observation-retention", // V8 sliced strings and the heap
     "part-hash", // sha256, latin1
     "pyfloat", // V8 shortest round-trip number formatting

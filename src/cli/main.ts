@@ -63,6 +63,11 @@ const USAGES: Record<string, string> = {
 /** Commands whose stderr is JSON log lines: their fatal error is one JSON line too. */
 const JSON_LOGGING = new Set(["fold", "serve", "replay", "setup"]);
 
+/** `table[name]` if `name` is one of its own keys: `mufold constructor` names no command. */
+function own<T>(table: Record<string, T>, name: string): T | undefined {
+  return Object.hasOwn(table, name) ? table[name] : undefined;
+}
+
 /** Resolve `argv` to a command to run, or to text to print. */
 function route(argv: string[]): { name: string; load: Load; args: string[] } | { print: string; to: "stdout" | "stderr"; code: number } | { error: UsageError } {
   const [first, second, ...rest] = argv;
@@ -70,18 +75,18 @@ function route(argv: string[]): { name: string; load: Load; args: string[] } | {
   if (first === "--help" || first === "-h") return { print: MAIN_USAGE, to: "stdout", code: 0 };
   if (first === "help") {
     if (second === undefined) return { print: MAIN_USAGE, to: "stdout", code: 0 };
-    const usage = USAGES[second];
+    const usage = own(USAGES, second);
     return usage === undefined ? { error: new UsageError(`no command ${JSON.stringify(second)}: mufold --help lists them`) } : { print: usage, to: "stdout", code: 0 };
   }
   if (first === "--version" || first === "-V") return { print: `${packageVersion()}\n`, to: "stdout", code: 0 };
   if (first === "replay" && second === REPLAY_WORKER_ARG && rest.length === 0) return { name: first, load: REPLAY_WORKER, args: [] };
-  const command = COMMANDS[first];
+  const command = own(COMMANDS, first);
   if (command !== undefined) return { name: first, load: command, args: argv.slice(1) };
-  const group = GROUPS[first];
+  const group = own(GROUPS, first);
   if (group !== undefined) {
     if (second === undefined) return { print: group.usage, to: "stderr", code: 2 };
     if (second === "--help" || second === "-h") return { print: group.usage, to: "stdout", code: 0 };
-    const sub = group.commands[second];
+    const sub = own(group.commands, second);
     if (sub === undefined) return { error: new UsageError(`unknown subcommand ${JSON.stringify(second)} of mufold ${first}: mufold ${first} --help lists them`) };
     return { name: `${first} ${second}`, load: sub, args: rest };
   }

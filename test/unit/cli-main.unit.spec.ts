@@ -155,6 +155,11 @@ describe("bad command lines: exit 2 with one line, before any work", () => {
       [["--bogus"], "unknown option --bogus"],
       [["config", "show"], 'unknown subcommand "show" of mufold config'],
       [["reward-memory", "reduce"], 'unknown subcommand "reduce" of mufold reward-memory'],
+      // Names an object has without having them as keys are no commands either.
+      [["constructor"], 'unknown command "constructor"'],
+      [["toString"], 'unknown command "toString"'],
+      [["reward-memory", "toString"], 'unknown subcommand "toString" of mufold reward-memory'],
+      [["help", "hasOwnProperty"], 'no command "hasOwnProperty"'],
     ] as const) {
       const r = await run([...args]);
       expect(r.code).toBe(2);
