@@ -72,22 +72,32 @@ function keptTimestamp(timestamp: string | undefined): timestamp is string {
   return timestamp !== undefined && /^\d{1,16}$/.test(timestamp) && Number(timestamp) <= MAX_TIMESTAMP;
 }
 
-/** The hex digits of a fingerprint from `at` (the ref's bucket key is the first REF_MIN). */
+/** The hex digits of a fingerprint (a ref is a prefix of them; its bucket key the first REF_MIN). */
 const hexOf = (fingerprint: string): string => fingerprint.slice(FP_HEAD);
 
-function commonPrefix(a: string, b: string): number {
-  let i = 0;
+/** Characters of the fingerprint two fingerprints share after their `muof_` (both are `muof_` and sha256 hex). */
+function commonHex(a: string, b: string): number {
+  let i = FP_HEAD;
   while (i < a.length && i < b.length && a.charCodeAt(i) === b.charCodeAt(i)) i++;
-  return i;
+  return i - FP_HEAD;
+}
+
+/** A number for the first REF_MIN hex digits (7 bits a character: distinct for ASCII), so no key string is made. */
+function bucketOf(fingerprint: string): number {
+  let n = 0;
+  for (let i = FP_HEAD; i < FP_HEAD + REF_MIN; i++) n = n * 128 + (fingerprint.charCodeAt(i) & 0x7f);
+  return n;
 }
 
 /**
- * The refs of one identity's payloads, as the writer computes them: the payloads known so far, bucketed by
- * their first REF_MIN hex digits, so a ref is found without looking at the others (they share a bucket
- * about once in 60 at 1,000 payloads).
+ * The payloads an identity knows, for the shortest refs: its fingerprints by
+ * their first REF_MIN hex digits. A bucket is the fingerprint itself (almost
+ * every bucket holds one), or a list once two share those digits. The
+ * fingerprints are the state's own strings: a ref costs a kept payload one
+ * map entry, not a copy, a view and a list (~100 bytes a payload before).
  */
 export class IndexRefs {
-  private readonly buckets = new Map<string, string[]>();
+  private readonly buckets = new Map<number, string | string[]>();
 
   /** Every payload of a state (a model freshly loaded, or rebuilt). */
   static of(byId: ReadonlyMap<string, readonly FingerprintState[]>): IndexRefs {
@@ -97,19 +107,24 @@ export class IndexRefs {
   }
 
   add(fingerprint: string): void {
-    const hex = hexOf(fingerprint);
-    const key = hex.slice(0, REF_MIN);
+    const key = bucketOf(fingerprint);
     const bucket = this.buckets.get(key);
-    if (bucket === undefined) this.buckets.set(key, [hex]);
-    else if (!bucket.includes(hex)) bucket.push(hex);
+    if (bucket === undefined) this.buckets.set(key, fingerprint);
+    else if (typeof bucket === "string") {
+      if (bucket !== fingerprint) this.buckets.set(key, [bucket, fingerprint]);
+    } else if (!bucket.includes(fingerprint)) bucket.push(fingerprint);
   }
 
   /** The shortest prefix of the fingerprint's hex that no other known payload shares (at least REF_MIN digits). */
   ref(fingerprint: string): string {
-    const hex = hexOf(fingerprint);
     let length = REF_MIN;
-    for (const other of this.buckets.get(hex.slice(0, REF_MIN)) ?? []) if (other !== hex) length = Math.max(length, commonPrefix(hex, other) + 1);
-    return hex.slice(0, length);
+    const bucket = this.buckets.get(bucketOf(fingerprint));
+    if (typeof bucket === "string") {
+      if (bucket !== fingerprint) length = Math.max(length, commonHex(fingerprint, bucket) + 1);
+    } else if (bucket !== undefined) {
+      for (const other of bucket) if (other !== fingerprint) length = Math.max(length, commonHex(fingerprint, other) + 1);
+    }
+    return fingerprint.slice(FP_HEAD, FP_HEAD + length);
   }
 }
 
