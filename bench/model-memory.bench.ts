@@ -20,10 +20,9 @@ import { readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { setFlagsFromString, writeHeapSnapshot } from "node:v8";
-import { runInNewContext } from "node:vm";
-import { routeRecords } from "../src/fold/batch-router.js";
-import { IdentityModel } from "../src/fold/identity-model.js";
+import { writeHeapSnapshot } from "node:v8";
+import type { IdentityModel } from "../src/fold/identity-model.js";
+import { foldIntoModels, heapUsed } from "../test/support/model-heap.js";
 import { observationRecord } from "../src/client/producer.js";
 import { simulate } from "../producers/simulation.js";
 import { runUnderMufoldFlags } from "./mufold-flags.js";
@@ -34,35 +33,20 @@ const { values } = parseArgs({
   options: { one: { type: "string", default: "10000" }, identities: { type: "string", default: "1000" }, "per-identity": { type: "string", default: "50" }, large: { type: "string", default: "20" }, shapes: { type: "boolean", default: false } },
 });
 
-setFlagsFromString("--expose-gc");
-const gc = ((globalThis as { gc?: () => void }).gc ?? runInNewContext("gc")) as () => void;
-const heap = (): number => {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-};
-
-/** Decide and plan `records` as the fold does, into `models`; the records die with this call's frame. */
+/** `records` of the workload as the fold consumes them; they die with the caller's frame. */
 function foldInto(models: Map<string, IdentityModel>, records: number, agents: number, snapshotEvery: number): void {
   const messages = [...simulate({ agents, observationsPerAgent: Math.ceil(records / agents), snapshotEvery, duplicateRate: 0.1, conflictRate: 0.01, seed: 5 })]
     .slice(0, records)
     .map((d) => observationRecord(d.observation));
-  const sourced = messages.map((m, i) => ({ topic: "t", partition: 0, offset: String(i), key: Buffer.from(m.key as string), value: Buffer.from(m.value as string), headers: {} }));
-  for (let i = 0; i < sourced.length; i += 400) {
-    for (const batch of routeRecords(sourced.slice(i, i + 400), { reducerVersion: "memory_utility_reducer_v0", maxValueBytes: 65536 }).identities) {
-      let model = models.get(batch.identity);
-      if (model === undefined) models.set(batch.identity, (model = new IdentityModel(batch.identity, batch.context)));
-      model.committed(model.plan(batch.deliveries, { feed: true }), model.version + 1);
-    }
-  }
+  foldIntoModels(models, messages.map((m, i) => ({ topic: "t", partition: 0, offset: String(i), key: Buffer.from(m.key as string), value: Buffer.from(m.value as string), headers: {} })));
 }
 
 function measure(records: number, agents: number, snapshotEvery: number, shapes = false): { models: number; accepted: number; perModel: number; perAccepted: number; estimate: number; shapes: Map<string, Kind> | null } {
   const models = new Map<string, IdentityModel>();
   const first = shapes ? snapshotKinds() : null;
-  const before = heap();
+  const before = heapUsed();
   foldInto(models, records, agents, snapshotEvery);
-  const held = heap() - before;
+  const held = heapUsed() - before;
   const grown = first === null ? null : difference(snapshotKinds(), first);
   let accepted = 0;
   let estimated = 0;
@@ -84,7 +68,7 @@ interface Kind {
  * first eight), a string by its length (ids of the contract are 68 characters).
  */
 function snapshotKinds(): Map<string, Kind> {
-  heap();
+  heapUsed();
   const file = join(tmpdir(), `mufold-model-memory-${process.pid}.heapsnapshot`);
   writeHeapSnapshot(file);
   const s = JSON.parse(readFileSync(file, "utf8")) as HeapSnapshot;

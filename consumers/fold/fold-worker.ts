@@ -55,8 +55,6 @@ interface Folded {
   rejected: RoutedBatch["rejected"];
 }
 
-export type { FoldCounters };
-
 /**
  * routeRecords of one wave. Deciding turns every bad record into a DLQ record, so a throw here is a bug, not an
  * outage: it ends the batch as it did when a batch was decided before anything was written, instead of being retried
@@ -178,6 +176,7 @@ export class FoldWorker {
       topic: this.settings.topic,
       outages: this.outages,
       setupMissing: () => this.setup.missing,
+      state: () => this.state,
       healing: () => this.positions.healing(),
     });
   }

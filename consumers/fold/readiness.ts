@@ -11,6 +11,8 @@ export interface ReadinessView {
   outages: OutageClock;
   /** Why the worker waits for `mufold setup`, if it does. */
   setupMissing(): Error | undefined;
+  /** The worker's state (FoldWorker.state). */
+  state(): string;
   healing(): { partition: number; records: bigint; why: Healing }[];
 }
 
@@ -34,9 +36,7 @@ export function foldReadinessChecks(view: ReadinessView): Record<string, () => P
       const healing = view.healing();
       if (healing.length === 0) return;
       const records = healing.reduce((n, h) => n + h.records, 0n);
-      const cause = healing.some((h) => h.why === "rebuilding")
-        ? "rebuilding: Redis lost the generation; it is rebuilt from the log start"
-        : "behind_log: Redis went back in time; the partitions are refolded from their marks";
+      const cause = view.state() === "rebuilding" ? "rebuilding: Redis lost the generation; it is rebuilt from the log start" : "behind_log: Redis went back in time; the partitions are refolded from their marks";
       throw new Error(`${cause}: ${records} records to refold on ${healing.length} partitions (${healing.map((h) => `${view.topic}[${h.partition}] ${h.records}`).join(", ")})`);
     },
     parked: async () => {

@@ -1,7 +1,7 @@
 /** The `mufold` command: dispatch to subcommands; every failure ends as one line and an exit code (fatal.ts). */
 import { UsageError } from "./args.js";
 import { guardClosedPipes, writeOut } from "./io.js";
-import { DEMO, DIFF, EXPLAIN, FOLD, MAIN_USAGE, PRODUCE, READ, REPLAY, REPLAY_WORKER_ARG, SERVE, SETUP, SIMULATE, STATUS, CONFIG_EXPLAIN, REWARD_MEMORY_USAGE } from "./specs.js";
+import { DEMO, DIFF, EXPLAIN, FOLD, MAIN_USAGE, PRODUCE, READ, REPLAY, REPLAY_WORKER_ARG, SERVE, SETUP, SIMULATE, STATUS, CONFIG_EXPLAIN, REWARD_MEMORY_SUBCOMMANDS, REWARD_MEMORY_USAGE } from "./specs.js";
 import { packageVersion } from "./version.js";
 
 type Command = (args: string[]) => Promise<number>;
@@ -35,11 +35,11 @@ const REPLAY_WORKER: Load = async () => {
   return async () => runReplayWorker(createLogger({ service: "mufold" }));
 };
 
-const rewardMemory = (name: string): Load => async () => (await import("./reward-memory.js")).REWARD_MEMORY_COMMANDS[name]!;
+const rewardMemory = (name: (typeof REWARD_MEMORY_SUBCOMMANDS)[number]): Load => async () => (await import("./reward-memory.js")).REWARD_MEMORY_COMMANDS[name];
 
 /** Two-word commands: the group, its usage, its subcommands. */
 const GROUPS: Record<string, { usage: string; commands: Record<string, Load> }> = {
-  "reward-memory": { usage: REWARD_MEMORY_USAGE, commands: { "utility-project": rewardMemory("utility-project"), "utility-reduce": rewardMemory("utility-reduce"), validate: rewardMemory("validate") } },
+  "reward-memory": { usage: REWARD_MEMORY_USAGE, commands: Object.fromEntries(REWARD_MEMORY_SUBCOMMANDS.map((name) => [name, rewardMemory(name)])) },
   config: { usage: CONFIG_EXPLAIN.usage, commands: { explain: async () => (await import("./config-explain.js")).configExplainCommand } },
 };
 

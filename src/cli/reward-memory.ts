@@ -2,7 +2,7 @@
 import { canonicalJson, invalidRequest, parsePyJson, utilityProject, validateProjection, ContractError } from "../core/index.js";
 import { commandFlags, stringFlag } from "./command.js";
 import { InputReadError, inputText, readInputBytes, readInputText, writeOut } from "./io.js";
-import { UTILITY_PROJECT, VALIDATE } from "./specs.js";
+import { REWARD_MEMORY_SUBCOMMANDS, UTILITY_PROJECT, VALIDATE } from "./specs.js";
 
 export interface CommandOutput {
   stdout: string;
@@ -75,7 +75,7 @@ async function validateCommand(args: string[]): Promise<number> {
   }
 }
 
-export const REWARD_MEMORY_COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
+export const REWARD_MEMORY_COMMANDS: Record<(typeof REWARD_MEMORY_SUBCOMMANDS)[number], (args: string[]) => Promise<number>> = {
   "utility-project": utilityProjectCommand,
   "utility-reduce": utilityProjectCommand,
   validate: validateCommand,

@@ -381,6 +381,9 @@ Every command but reward-memory also takes the setting flags (mufold fold --help
 A closed standard output (| head) ends a command quietly with exit 141.
 `;
 
+/** `mufold reward-memory`'s subcommands (utility-reduce is utility-project's other name). */
+export const REWARD_MEMORY_SUBCOMMANDS = ["utility-project", "utility-reduce", "validate"] as const;
+
 /** `mufold reward-memory`: the reference CLI's commands, as `reward-memory` runs them. */
 export const REWARD_MEMORY_USAGE = `usage:
   mufold reward-memory utility-project --input FILE|- [--format json]

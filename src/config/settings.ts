@@ -161,6 +161,8 @@ const nonEmpty: Rule<string> = (s) => (s !== "" ? s : broken("must not be empty"
 const matching = (re: RegExp, message: string): Rule<string> => (s) => (re.test(s) ? s : broken(message));
 const oneOf = <T extends string>(values: readonly T[], message: string): Rule<T> => (s) => ((values as readonly string[]).includes(s) ? (s as T) : broken(message));
 
+const saslMechanism = oneOf(KAFKA_SASL_MECHANISMS, `must be one of ${KAFKA_SASL_MECHANISMS.join(", ")}`);
+
 /** A decimal integer in [min, max] (no sign, exponent, hex or empty string: a typo is refused, not read as 0). */
 function integer(min: number, max: number, message = `must be an integer from ${min} to ${max}`): Rule<number> {
   return (s) => {
@@ -203,7 +205,7 @@ const schema = {
   kafkaTlsCa: optional,
   kafkaSaslMechanism: (s: string): (typeof KAFKA_SASL_MECHANISMS)[number] | undefined => {
     const v = s.trim().toLowerCase();
-    return v === "" ? undefined : oneOf(KAFKA_SASL_MECHANISMS, `must be one of ${KAFKA_SASL_MECHANISMS.join(", ")}`)(v);
+    return v === "" ? undefined : saslMechanism(v);
   },
   kafkaSaslUsername: optional,
   kafkaSaslPassword: (s: string): string | undefined => (s === "" ? undefined : s),
@@ -263,7 +265,6 @@ function checked<N extends SettingName>(name: N, raw: string, describe?: string)
     throw error;
   }
 }
-
 
 
 export type Settings = Omit<Parsed, "kafkaTlsCa" | "kafkaSaslPassword" | "redisTlsCa"> & {

@@ -4,36 +4,15 @@
  * fold builds them, their records dropped, and the heap they keep measured after full collections (as
  * bench/model-memory.bench.ts does, which prints the breakdown).
  */
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
-import { routeRecords } from "../../src/fold/batch-router.js";
-import { IdentityModel } from "../../src/fold/identity-model.js";
+import type { IdentityModel } from "../../src/fold/identity-model.js";
 import { simulate } from "../../producers/simulation.js";
+import { foldIntoModels, heapUsed } from "../support/model-heap.js";
 import { sourceRecord } from "../support/source-record.js";
 
-setFlagsFromString("--expose-gc");
-const gc = runInNewContext("gc") as () => void;
-const heapUsed = (): number => {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-};
-
-const DECISION = { reducerVersion: "memory_utility_reducer_v0", maxValueBytes: 65_536 };
-
-/** Fold `agents` identities of `perAgent` deliveries each into models, in batches of 400 records; the records die with this frame. */
+/** `agents` identities of `perAgent` deliveries each, folded into `models`; the records die with this frame. */
 function foldInto(models: Map<string, IdentityModel>, agents: number, perAgent: number, seed: number): void {
-  const records = [...simulate({ agents, observationsPerAgent: perAgent, snapshotEvery: perAgent, duplicateRate: 0.1, conflictRate: 0.01, seed })].map((d, i) =>
-    sourceRecord(d.observation, 0, i),
-  );
-  for (let i = 0; i < records.length; i += 400) {
-    for (const batch of routeRecords(records.slice(i, i + 400), DECISION).identities) {
-      let model = models.get(batch.identity);
-      if (model === undefined) models.set(batch.identity, (model = new IdentityModel(batch.identity, batch.context)));
-      model.committed(model.plan(batch.deliveries, { feed: true }), model.version + 1);
-    }
-  }
+  foldIntoModels(models, [...simulate({ agents, observationsPerAgent: perAgent, snapshotEvery: perAgent, duplicateRate: 0.1, conflictRate: 0.01, seed })].map((d, i) => sourceRecord(d.observation, 0, i)));
 }
 
 describe("the cache's estimate of a model's heap", () => {
