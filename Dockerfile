@@ -28,6 +28,11 @@ RUN npm run build
 # ---- runtime: production dependencies and the compiled code only -------------
 FROM node:${NODE_VERSION}-slim AS runtime
 ENV NODE_ENV=production
+# jemalloc under every process: glibc's malloc keeps what the fold's decompressed batches
+# freed, in one heap per thread, so a worker's RSS grew with the records it had read
+# (IMAGE_ALLOCATOR in consumers/fold/fold-process.ts; docs/benchmarks.md). One path on every architecture.
+RUN apt-get update && apt-get install -y --no-install-recommends libjemalloc2 && rm -rf /var/lib/apt/lists/* && ln -s "/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2" /usr/local/lib/libjemalloc.so.2
+ENV LD_PRELOAD=/usr/local/lib/libjemalloc.so.2
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: no production dependency needs an install script (zstd ships prebuilt per platform).

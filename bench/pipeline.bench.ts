@@ -717,6 +717,7 @@ const rssPeakByIdentities: Record<string, number | null> = {};
 // catching up, which varies more between runs (null below MIN_MEAN_SAMPLES: a fold that short is mostly the start).
 const MIN_MEAN_SAMPLES = 5;
 const rssMeanByIdentities: Record<string, number | null> = {};
+const heapByIdentities: Record<string, HeapSplit | null> = {};
 const rssOf = (pid: number): number => Number(execFileSync("ps", ["-o", "rss=", "-p", String(pid)]).toString().trim()) * 1024;
 const mib = (bytes: number) => Math.round(bytes / 1024 / 1024);
 
@@ -749,11 +750,16 @@ async function memoryPoint(
   n: number,
   cacheSize: string,
   maxOldSpaceMb: number,
-): Promise<{ rss: number | null; peak: number; mean: number | null; samples: number; outcome: string; produceSeconds: number; foldSeconds: number }> {
+): Promise<{ rss: number | null; peak: number; mean: number | null; samples: number; outcome: string; produceSeconds: number; foldSeconds: number; heap: HeapSplit | null }> {
   const settings = { ...testSettings(), partitions: 12 };
   const produceSeconds = await produceIdentities(settings, n, 5);
   const t0 = Date.now();
-  const child = spawnWorker(settings, { MUFOLD_CACHE_SIZE: cacheSize, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --max-old-space-size=${maxOldSpaceMb}`.trim() });
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const child = spawnWorker(settings, {
+    MUFOLD_CACHE_SIZE: cacheSize,
+    MUFOLD_HTTP_PORT: String(port),
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --max-old-space-size=${maxOldSpaceMb}`.trim(),
+  });
   let peak = 0;
   let sum = 0;
   let samples = 0;
@@ -775,13 +781,38 @@ async function memoryPoint(
   clearInterval(sampler);
   const foldSeconds = (Date.now() - t0) / 1000;
   let rss: number | null = null;
+  let heap: HeapSplit | null = null;
   if (outcome === "caught up") {
+    heap = await heapSplit(port);
     rss = rssOf(child.pid!);
     peak = Math.max(peak, rss);
     await stopWorker(child);
   }
   await dropPrefix(settings);
-  return { rss, peak, mean: samples < MIN_MEAN_SAMPLES ? null : sum / samples, samples, outcome, produceSeconds, foldSeconds };
+  return { rss, peak, mean: samples < MIN_MEAN_SAMPLES ? null : sum / samples, samples, outcome, produceSeconds, foldSeconds, heap };
+}
+
+/** Where a worker's RSS is, as its own /metrics says (prom-client's default metrics; MiB): null when it did not answer. */
+interface HeapSplit {
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  cacheEstimate: number;
+}
+
+async function heapSplit(port: number): Promise<HeapSplit | null> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const metric = (name: string): number => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
+    return {
+      heapTotal: mib(metric("nodejs_heap_size_total_bytes")),
+      heapUsed: mib(metric("nodejs_heap_size_used_bytes")),
+      external: mib(metric("nodejs_external_memory_bytes")),
+      cacheEstimate: mib(metric("mufold_identity_cache_bytes")),
+    };
+  } catch {
+    return null;
+  }
 }
 
 for (const n of run("memory") ? String(values["memory-identities"]).split(",").map(Number) : []) {
@@ -793,6 +824,10 @@ for (const n of run("memory") ? String(values["memory-identities"]).split(",").m
   } else {
     out(`worker RSS after folding ${n} identities (cache ${values["cache-size"]})`, `worker ${p.outcome} before catching up; peak ${mib(p.peak)}`, "MiB");
   }
+  if (p.heap !== null) {
+    out(`worker heap after folding ${n} identities: total; used; external; the cache's estimate`, `${p.heap.heapTotal}; ${p.heap.heapUsed}; ${p.heap.external}; ${p.heap.cacheEstimate}`, "MiB");
+  }
+  heapByIdentities[String(n)] = p.heap;
   rssByIdentities[String(n)] = p.rss === null ? null : mib(p.rss);
   rssPeakByIdentities[String(n)] = mib(p.peak);
   rssMeanByIdentities[String(n)] = p.mean === null ? null : mib(p.mean);
@@ -801,6 +836,7 @@ for (const n of run("memory") ? String(values["memory-identities"]).split(",").m
 result.rss_mib_by_identities = rssByIdentities;
 result.rss_peak_mib_by_identities = rssPeakByIdentities;
 result.rss_mean_mib_by_identities = rssMeanByIdentities;
+result.heap_mib_by_identities = heapByIdentities;
 result.rss_cache_size = Number(values["cache-size"]);
 result.rss_max_old_space_mb = 384;
 // Null when the point was not run (e.g. 300k identities is too long for one run here).

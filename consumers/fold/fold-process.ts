@@ -27,6 +27,16 @@ export function mufoldBin(): string {
 export const WORKER_NODE_FLAGS = ["--max-semi-space-size=32", "--no-allocation-site-pretenuring"];
 
 /**
+ * The allocator the image preloads for every process (the Dockerfile's
+ * LD_PRELOAD; benchmarks run mufold under it too, bench/mufold-flags.ts).
+ * glibc's malloc gives each thread that decompresses a batch its own heap and
+ * keeps what the batches freed there: a worker's memory outside the V8 heap
+ * grew with the records it had read (~100 MiB after 10,000, ~180 after
+ * 300,000), and jemalloc returns it (docs/benchmarks.md, memory).
+ */
+export const IMAGE_ALLOCATOR = "libjemalloc.so.2";
+
+/**
  * Start `mufold fold` in its own process with these settings (in its environment).
  * Run `ensureSetup(settings)` (what `mufold setup` does for Redis) once before:
  * the worker only checks for the Redis functions and exits 2 without them.

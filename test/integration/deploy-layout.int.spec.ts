@@ -17,7 +17,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dockerIgnored, last, parseDockerfile, type Dockerfile, type Instruction, type Stage } from "../support/dockerfile.js";
-import { WORKER_NODE_FLAGS } from "../../consumers/fold/fold-process.js";
+import { IMAGE_ALLOCATOR, WORKER_NODE_FLAGS } from "../../consumers/fold/fold-process.js";
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -29,6 +29,8 @@ let build: Stage;
 let runtime: Stage;
 let layout: string;
 let entrypoint: string[];
+/** The runtime stage's system-package RUN (the allocator's), as written. */
+let allocatorRun: string | undefined;
 
 /** `node` in ENTRYPOINT becomes this Node; the rest (flags, script) is the Dockerfile's. */
 async function mufold(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -89,7 +91,9 @@ beforeAll(async () => {
   // The runtime stage in order: COPY lays files down, RUN's npm ci installs.
   for (const instruction of runtime.instructions) {
     if (instruction.keyword === "COPY") copy(instruction, layout);
-    if (instruction.keyword === "RUN") {
+    if (instruction.keyword === "RUN" && instruction.text.startsWith("apt-get ")) {
+      allocatorRun = instruction.text; // a system package: checked below, not installed here
+    } else if (instruction.keyword === "RUN") {
       const commands = instruction.text.split("&&").map((c) => c.trim());
       const others = commands.filter((c) => !c.startsWith("npm ci "));
       // The only other command is the cache clean, which would empty this machine's npm cache: not run here.
@@ -142,6 +146,25 @@ describe("the Dockerfile", () => {
     expect(health.args[0]).toBe("CMD");
     expect(health.args[1]).toBe("node");
     expect(health.args.join(" ")).toContain(`http://127.0.0.1:${port}/healthz`);
+  });
+});
+
+describe("the image's allocator", () => {
+  it("is jemalloc (IMAGE_ALLOCATOR), from Debian's package, preloaded for every process from one path", async () => {
+    const env = runtime.instructions.filter((i) => i.keyword === "ENV").map((i) => i.text);
+    expect(env).toContain(`LD_PRELOAD=/usr/local/lib/${IMAGE_ALLOCATOR}`);
+    expect(allocatorRun?.split("&&").map((c) => c.trim())).toEqual([
+      "apt-get update",
+      "apt-get install -y --no-install-recommends libjemalloc2",
+      "rm -rf /var/lib/apt/lists/*",
+      `ln -s "/usr/lib/$(uname -m)-linux-gnu/${IMAGE_ALLOCATOR}" /usr/local/lib/${IMAGE_ALLOCATOR}`,
+    ]);
+    // The link's target as the RUN line expands it here (Debian's multiarch directory: redis-tools, which the
+    // services install, depends on libjemalloc2), and Node runs with it preloaded.
+    const target = `/usr/lib/${(await run("uname", ["-m"])).stdout.trim()}-linux-gnu/${IMAGE_ALLOCATOR}`;
+    expect(existsSync(target), `${target}: Debian's libjemalloc2 is not installed here`).toBe(true);
+    const maps = await run(process.execPath, ["-e", "process.stdout.write(require('fs').readFileSync('/proc/self/maps', 'utf8'))"], { env: { ...process.env, LD_PRELOAD: target } });
+    expect(maps.stdout).toContain(target);
   });
 });
 
