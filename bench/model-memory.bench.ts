@@ -9,7 +9,7 @@
  * and beside them what the cache's byte bound counts per model
  * (IdentityModel.heapEstimate): the estimate should stay above the measure.
  *
- * --shapes: also where the second shape's bytes are, from two heap snapshots
+ * --shapes: also where the first two shapes' bytes are, from two heap snapshots
  * (before and after it folds): per accepted observation, by kind of object
  * (its own properties name it) and by kind of string; the breakdown a smaller
  * kept state starts from.
@@ -132,18 +132,18 @@ const large = Number(values.large);
 console.log("| workload | models | accepted observations | bytes per model | bytes per accepted observation | estimated bytes per model (the cache's count) |");
 console.log("|---|---|---|---|---|---|");
 const results = [
-  [`${one} identities, one delivery each`, measure(one, one, 1)],
+  [`${one} identities, one delivery each`, measure(one, one, 1, values.shapes)],
   [`${identities} identities, ${perIdentity} deliveries each`, measure(identities * perIdentity, identities, perIdentity, values.shapes)],
   [`${large} identities, 1,000 deliveries each`, measure(large * 1000, large, 1000)],
 ] as const;
-const shaped = results[1][1];
 for (const [label, r] of results) {
   console.log(`| ${label} | ${r.models} | ${r.accepted} | ${r.perModel} | ${r.perAccepted} | ${r.estimate} |`);
 }
-if (shaped.shapes !== null) {
+for (const [label, shaped] of results) {
+  if (shaped.shapes === null) continue;
   const rows = [...shaped.shapes].sort((a, b) => b[1].bytes - a[1].bytes);
   const total = rows.reduce((n, [, k]) => n + k.bytes, 0);
-  console.log(`\nWhere the ${shaped.accepted} accepted observations' models are (snapshot after minus before: ${Math.round(total / shaped.accepted)} bytes each):\n`);
+  console.log(`\nWhere the models of ${label} are, per accepted observation (snapshot after minus before: ${Math.round(total / shaped.accepted)} bytes each, ${Math.round(total / shaped.models)} a model):\n`);
   console.log("| kind | bytes per accepted observation | count per accepted observation |");
   console.log("|---|---|---|");
   for (const [kind, k] of rows.slice(0, 20)) console.log(`| ${kind.replace(/\|/g, "\\|")} | ${(k.bytes / shaped.accepted).toFixed(1)} | ${(k.count / shaped.accepted).toFixed(2)} |`);
