@@ -31,7 +31,6 @@ function imageAllocator(): string | null {
   for (const dir of [`/usr/lib/${machine()}-linux-gnu`, "/usr/local/lib"]) {
     if (existsSync(`${dir}/${IMAGE_ALLOCATOR}`)) return `${dir}/${IMAGE_ALLOCATOR}`;
   }
-  process.stderr.write(`bench: ${IMAGE_ALLOCATOR} not found, measuring under glibc's malloc (the image preloads jemalloc)\n`);
   return null;
 }
 
@@ -47,6 +46,10 @@ export async function runUnderMufoldFlags(): Promise<void> {
   const flagged = process.execArgv.some((a) => SEMI_SPACE.test(a)) || SEMI_SPACE.test(process.env.NODE_OPTIONS ?? "");
   const allocator = imageAllocator();
   if (flagged && allocator === null) return;
+  // Said once, by the process that decides (the child is flagged and finds no allocator either).
+  if (allocator === null && process.env.MUFOLD_BENCH_ALLOCATOR !== "glibc" && !process.env.LD_PRELOAD) {
+    process.stderr.write(`bench: ${IMAGE_ALLOCATOR} not found, measuring under glibc's malloc (the image preloads jemalloc)\n`);
+  }
   const child = spawn(process.execPath, [...process.execArgv, ...(flagged ? [] : WORKER_NODE_FLAGS), ...process.argv.slice(1)], {
     stdio: "inherit",
     env: allocator === null ? process.env : { ...process.env, LD_PRELOAD: allocator },

@@ -93,6 +93,7 @@ import { childProcessesCpuSeconds, processCpuSeconds, startMachineCpu, startThre
 import { startHeapTraffic, type HeapTraffic } from "./heap-traffic.js";
 import { infoNumber, redisCpuSeconds, redisInfo } from "./redis-info.js";
 import { servicePid } from "../test/support/services/pidfiles.js";
+import { freePort } from "../test/support/free-port.js";
 import { ensureForeignClients, kcatOnPath } from "../test/support/foreign/foreign.js";
 import { waitForMembers } from "../test/support/group-members.js";
 import { dropPrefix, quietLog, sleep, spawnWorker, stopWorker, testSettings, waitCaughtUp } from "../test/support/pipeline.js";
@@ -754,7 +755,7 @@ async function memoryPoint(
   const settings = { ...testSettings(), partitions: 12 };
   const produceSeconds = await produceIdentities(settings, n, 5);
   const t0 = Date.now();
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const port = await freePort();
   const child = spawnWorker(settings, {
     MUFOLD_CACHE_SIZE: cacheSize,
     MUFOLD_HTTP_PORT: String(port),

@@ -31,8 +31,8 @@ export const WORKER_NODE_FLAGS = ["--max-semi-space-size=32", "--no-allocation-s
  * LD_PRELOAD; benchmarks run mufold under it too, bench/mufold-flags.ts).
  * glibc's malloc gives each thread that decompresses a batch its own heap and
  * keeps what the batches freed there: a worker's memory outside the V8 heap
- * grew with the records it had read (~100 MiB after 10,000, ~180 after
- * 300,000), and jemalloc returns it (docs/benchmarks.md, memory).
+ * grew with the records it had read (82-85 MiB after 10,000 identities,
+ * 170-173 after 300,000), and jemalloc returns it (docs/benchmarks.md, memory).
  */
 export const IMAGE_ALLOCATOR = "libjemalloc.so.2";
 
