@@ -81,6 +81,7 @@ const RUNTIME_DEPENDENT = {
     "kafka-timeout-patch", // timers and TimeoutNegativeWarning (Node 24)
     "model-heap-estimate", // V8's heap layout against the cache's estimate
     "observation-retention", // V8 sliced strings and the heap
+    "record-decoder", // Buffer slices and UTF-8 header keys, number arithmetic against kafkajs's BigInt
     "part-hash", // sha256, latin1
     "pyfloat", // V8 shortest round-trip number formatting
     "redact", // WHATWG URL parser

@@ -1,7 +1,8 @@
 /**
  * Pipeline benchmarks, each a ratio or a CPU cost measured in one run on this machine (2 cores, shared with the broker
  * and Redis: judge the ratios and the CPU per record, not the wall-clock rates):
- *   1. fold throughput vs raw kafkajs consumption vs kcat consumption of the same topic (and the fold
+ *   1. fold throughput vs raw kafkajs consumption (stock kafkajs in a process of its own, bench/raw-kafkajs.ts; and
+ *      again with mufold's record decoder, as the fold reads) vs kcat consumption of the same topic (and the fold
  *      again on a second topic, once the process has run every step of 1 and 4: its CPU warm); the live fold with two
  *      worker processes at saturation, by CPU
  *   2. end-to-end observations/s (produce -> visible in Redis), two workers
@@ -63,11 +64,14 @@
  * scripts/setup-foreign.sh first, as the foreign-client tests do (it installs kcat with apt-get, and the foreign
  * clients' Python venv, or says what to install). The peer step runs the peer in that venv (made the same way).
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { promisify } from "node:util";
 import kafkajs from "kafkajs";
 import { writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
+
+const execFileAsync = promisify(execFile);
 import { Redis } from "ioredis";
 import { createKafka } from "../src/adapters/kafka/client.js";
 import { ReliableProducer, type OutMessage } from "../src/adapters/kafka/producer.js";
@@ -166,35 +170,16 @@ async function produceAll(settings: Settings, messages: OutMessage[]): Promise<n
 }
 
 /**
- * Raw kafkajs consumption of the whole topic: wall seconds, and what reading alone costs this process per record (CPU,
- * the young generation's traffic), measured as the fold's: the floor under the worker's keys of the same names.
+ * Raw kafkajs consumption of the whole topic: wall seconds, and what reading alone costs per record (CPU, the young
+ * generation's traffic), measured as the fold's: the floor under the worker's keys of the same names. In a process
+ * of its own (bench/raw-kafkajs.ts): this one has loaded mufold's consumer, whose record decoder replaces kafkajs's
+ * for every fetch in the process; `fastDecoder` reads with it, as the fold does.
  */
-async function rawKafkajs(settings: Settings, total: number): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic }> {
-  const kafka = createKafka({ brokers: settings.brokers, clientId: "bench-raw" });
-  const consumer = kafka.consumer({ groupId: `${settings.group}.raw`, maxWaitTimeInMs: 100 });
-  await consumer.connect();
-  await consumer.subscribe({ topic: settings.topic, fromBeginning: true });
-  let seen = 0;
-  // Timed like the fold: from run() (group join included) to the last record.
-  const t0 = Date.now();
-  const cpu0 = process.cpuUsage();
-  const split = startThreadSplit();
-  const heap = startHeapTraffic();
-  await new Promise<void>((resolve) => {
-    void consumer.run({
-      eachBatchAutoResolve: true,
-      eachBatch: async ({ batch }) => {
-        seen += batch.messages.length;
-        if (seen >= total) resolve();
-      },
-    });
-  });
-  const seconds = (Date.now() - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  const threads = split.stop(total);
-  const traffic = heap.stop(total);
-  await consumer.disconnect();
-  return { seconds, cpuUs: cpu.user + cpu.system, split: threads, traffic };
+async function rawKafkajs(settings: Settings, total: number, fastDecoder = false): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic }> {
+  const script = new URL("./raw-kafkajs.ts", import.meta.url).pathname;
+  const args = ["--brokers", settings.brokers.join(","), "--topic", settings.topic, "--group", `${settings.group}.raw${fastDecoder ? "-fast" : ""}`, "--records", String(total)];
+  const { stdout } = await execFileAsync(process.execPath, [...process.execArgv, script, ...args, ...(fastDecoder ? ["--fast-decoder"] : [])], { maxBuffer: 1 << 20 });
+  return JSON.parse(stdout.trim().split("\n").at(-1)!) as { seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic };
 }
 
 async function brokerTopics(settings: Settings): Promise<number> {
@@ -438,6 +423,7 @@ if (run("fold")) {
   const produceSeconds = await produceAll(settings, messages);
   out("produce (one producer, idempotent, acks=all, zstd)", Math.round(RECORDS / produceSeconds), "observations/s");
   const { seconds: raw, ...rawCost } = await rawKafkajs(settings, RECORDS);
+  const { seconds: rawFast, ...rawFastCost } = await rawKafkajs(settings, RECORDS, true);
   const kc = kcat(settings, kcatPath);
   const memBefore = await redisMemory(settings.redisUrl);
   const netBefore = await redisNetInput(settings.redisUrl);
@@ -461,6 +447,11 @@ if (run("fold")) {
     "  raw kafkajs: CPU per record (main / other threads), young bytes allocated / promoted per record",
     `${(rawCost.cpuUs / RECORDS).toFixed(1)} (${rawCost.split === null ? "not measured" : `${rawCost.split.mainUs.toFixed(1)} / ${rawCost.split.otherUs.toFixed(1)}`}), ${rawCost.traffic.allocatedBytes} / ${rawCost.traffic.promotedBytes}`,
     "µs, bytes",
+  );
+  out(
+    "  the same with mufold's record decoder (as the fold reads): records/s, CPU per record, young bytes allocated / promoted",
+    `${Math.round(RECORDS / rawFast)}, ${(rawFastCost.cpuUs / RECORDS).toFixed(1)}, ${rawFastCost.traffic.allocatedBytes} / ${rawFastCost.traffic.promotedBytes}`,
+    "records/s, µs, bytes",
   );
   out("kcat consumption (librdkafka, to /dev/null)", Math.round(RECORDS / kc), "records/s");
   out("fold, one worker (decide + apply + DLQ + commit)", Math.round(RECORDS / fold), "records/s");
@@ -516,6 +507,9 @@ if (run("fold")) {
     raw_kafkajs_main_thread_us_per_record: rawCost.split === null ? null : round(rawCost.split.mainUs, 1),
     raw_kafkajs_young_allocated_bytes_per_record: rawCost.traffic.allocatedBytes,
     raw_kafkajs_promoted_bytes_per_record: rawCost.traffic.promotedBytes,
+    raw_mufold_decoder_records_per_s: Math.round(RECORDS / rawFast),
+    raw_mufold_decoder_cpu_us_per_record: round(rawFastCost.cpuUs / RECORDS, 1),
+    raw_mufold_decoder_young_allocated_bytes_per_record: rawFastCost.traffic.allocatedBytes,
     fold_over_raw: round(raw / fold, 3),
     worker_cpu_us_per_record: Math.round(cpuUs / RECORDS),
     worker_cpu_cores_during_fold: round(cpuUs / 1e6 / fold),

@@ -14,6 +14,10 @@ import { settingDefault } from "../../config/settings.js";
 import type { SourceRecord } from "../../fold/source-record.js";
 import { undecodableReason } from "./codecs.js";
 import { isBrokerUnreachable } from "./errors.js";
+import { installRecordDecoder } from "./record-decoder.js";
+
+// Before any consumer fetches: kafkajs's batch decoder takes its record decoder when first loaded.
+installRecordDecoder();
 
 /**
  * How long a consumer that kafkajs gave up on waits before it is started again

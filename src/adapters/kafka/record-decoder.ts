@@ -1,0 +1,182 @@
+/**
+ * kafkajs's record decoder (protocol/recordBatch/record/v0/decoder.js) gives
+ * each record its offset and timestamp as `Long.fromValue(first).add(delta)
+ * .toString()` and its headers by a spread per header: ~20 short-lived objects
+ * a record, the largest part of what reading a topic allocates. This one makes
+ * the same record (equal in every property, in the same order) from numbers
+ * when they are exact, and hands every other record to kafkajs's own decoder:
+ * a delta or a sum beyond 2^53, a read past the record's bytes, a header named
+ * `__proto__` (which a spread defines and an assignment would not).
+ *
+ * kafkajs's record-batch decoder takes the record decoder when it is first
+ * loaded (at a process's first fetch), so `installRecordDecoder` runs when
+ * this module is imported, before any consumer exists; a process that fetched
+ * before keeps kafkajs's (the same records, more garbage).
+ */
+import { createRequire } from "node:module";
+
+/** kafkajs's Decoder, as far as a record decoder uses it. */
+export interface KafkajsDecoder {
+  buffer: Buffer;
+  offset: number;
+}
+
+/** What kafkajs's record-batch decoder hands each record (its batch's context). */
+export interface RecordContext {
+  firstOffset: string;
+  firstTimestamp: string;
+  maxTimestamp: string;
+  magicByte: number;
+  isControlBatch?: boolean;
+  timestampType: number;
+}
+
+export type RecordDecoder = (decoder: KafkajsDecoder, context?: RecordContext) => unknown;
+
+const require = createRequire(import.meta.url);
+const RECORD_DECODER = require.resolve("kafkajs/src/protocol/recordBatch/record/v0/decoder.js");
+const BATCH_DECODER = require.resolve("kafkajs/src/protocol/recordBatch/v0/decoder.js");
+const LOG_APPEND_TIME = (require("kafkajs/src/protocol/timestampTypes.js") as { LOG_APPEND_TIME: number }).LOG_APPEND_TIME;
+
+/** Marks the installed decoder, holding kafkajs's own. */
+const ORIGINAL = Symbol("kafkajs record decoder");
+
+/** Thrown inside the fast path only: the record goes to kafkajs's decoder instead. */
+const FALL_BACK = Symbol("fall back");
+
+/** A record's bytes, read as kafkajs's Decoder reads them; FALL_BACK past the end. */
+class Reader {
+  constructor(
+    readonly buf: Buffer,
+    public pos: number,
+  ) {}
+
+  byte(): number {
+    if (this.pos >= this.buf.length) throw FALL_BACK;
+    return this.buf[this.pos++]!;
+  }
+
+  /** Decoder.readVarInt, operation for operation (its 32-bit wrap included). */
+  varInt(): number {
+    let current: number;
+    let result = 0;
+    let i = 0;
+    do {
+      current = this.byte();
+      result += (current & 0x7f) << i;
+      i += 7;
+    } while (current >= 0x80);
+    return (result >>> 1) ^ -(result & 1);
+  }
+
+  /** Decoder.readVarLong's value when it is a safe integer (at most 7 bytes: 49 bits); else FALL_BACK. */
+  varLong(): number {
+    let current: number;
+    let result = 0;
+    let scale = 1;
+    let i = 0;
+    do {
+      if (i === 7) throw FALL_BACK;
+      current = this.byte();
+      result += (current & 0x7f) * scale;
+      scale *= 128;
+      i++;
+    } while (current >= 0x80);
+    return result % 2 === 0 ? result / 2 : -(result + 1) / 2;
+  }
+
+  /** Decoder.readVarIntBytes: a view of the bytes, or null for length -1. */
+  bytes(): Buffer | null {
+    const length = this.varInt();
+    if (length === -1) return null;
+    if (length < 0 || this.pos + length > this.buf.length) throw FALL_BACK;
+    const out = this.buf.slice(this.pos, this.pos + length);
+    this.pos += length;
+    return out;
+  }
+
+  /** Decoder.readVarIntString (UTF-8), or null for length -1. */
+  string(): string | null {
+    const length = this.varInt();
+    if (length === -1) return null;
+    if (length < 0 || this.pos + length > this.buf.length) throw FALL_BACK;
+    const out = this.buf.toString("utf8", this.pos, this.pos + length);
+    this.pos += length;
+    return out;
+  }
+}
+
+/** `first + delta` in decimal, as Long's add and toString give it, when both are exact as numbers; else FALL_BACK. */
+function plus(first: string, delta: number): string {
+  const sum = Number(first) + delta;
+  if (!Number.isSafeInteger(sum) || !Number.isSafeInteger(Number(first))) throw FALL_BACK;
+  return String(sum);
+}
+
+/** kafkajs's header object: one property per key, a repeated key's values in a list (the reduce of decoder.js). */
+function headersOf(r: Reader): Record<string, unknown> {
+  const count = r.varInt();
+  if (count < -1) throw FALL_BACK; // kafkajs's Array(count) throws: let it
+  const headers: Record<string, unknown> = {};
+  for (let i = 0; i < count; i++) {
+    const key = String(r.string()); // a null key names the property "null", as a computed key does
+    if (key === "__proto__") throw FALL_BACK;
+    const value = r.bytes();
+    const prior = headers[key];
+    headers[key] = prior === undefined ? value : Array.isArray(prior) ? prior.concat([value]) : [prior, value];
+  }
+  return headers;
+}
+
+let decodedFast = 0;
+
+/** Records this process decoded without kafkajs's decoder (a test's proof that fetches use this one). */
+export function recordsDecodedFast(): number {
+  return decodedFast;
+}
+
+/** A record decoder that makes kafkajs's records with fewer objects, and uses `original` for the rest. */
+export function fastRecordDecoder(original: RecordDecoder): RecordDecoder {
+  return (decoder, batchContext = {} as RecordContext) => {
+    const start = decoder.offset;
+    try {
+      const { firstOffset, firstTimestamp, magicByte, isControlBatch = false, timestampType, maxTimestamp } = batchContext;
+      const r = new Reader(decoder.buffer, start);
+      const attributes = decoder.buffer.readInt8(r.pos++);
+      const timestampDelta = r.varLong();
+      const timestamp = timestampType === LOG_APPEND_TIME && maxTimestamp ? maxTimestamp : plus(firstTimestamp, timestampDelta);
+      const offset = plus(firstOffset, r.varInt());
+      const key = r.bytes();
+      const value = r.bytes();
+      const headers = headersOf(r);
+      decoder.offset = r.pos;
+      decodedFast++;
+      return { magicByte, attributes, timestamp, offset, key, value, headers, isControlRecord: isControlBatch, batchContext };
+    } catch (error) {
+      if (error !== FALL_BACK && !(error instanceof RangeError)) throw error;
+      decoder.offset = start;
+      return original(decoder, batchContext);
+    }
+  };
+}
+
+/** kafkajs's own record decoder (for tests, and the fallback). */
+export function kafkajsRecordDecoder(): RecordDecoder {
+  const mod = require.cache[RECORD_DECODER];
+  const current = (mod?.exports ?? require(RECORD_DECODER)) as RecordDecoder & { [ORIGINAL]?: RecordDecoder };
+  return current[ORIGINAL] ?? current;
+}
+
+/**
+ * Put the fast decoder where kafkajs's record-batch decoder will load it.
+ * Returns whether record batches will be decoded with it: false when kafkajs
+ * already loaded its batch decoder with its own.
+ */
+export function installRecordDecoder(): boolean {
+  const original = kafkajsRecordDecoder();
+  const mod = require.cache[RECORD_DECODER]!;
+  if ((mod.exports as { [ORIGINAL]?: RecordDecoder })[ORIGINAL] !== undefined) return true;
+  if (require.cache[BATCH_DECODER] !== undefined) return false;
+  mod.exports = Object.assign(fastRecordDecoder(original), { [ORIGINAL]: original });
+  return true;
+}
