@@ -7,7 +7,8 @@
  *  - inside a record batch, kafkajs's own batch decoder turns a payload that
  *    cannot be decoded (bad checksum, unknown codec id, wrong record count)
  *    into stand-in records that carry the batch's offsets and are recognised,
- *    while a real record never is.
+ *    while a real record never is; with mufold's record decoder installed,
+ *    as in a worker (record-decoder.ts).
  */
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
@@ -15,8 +16,12 @@ import { gzipSync } from "node:zlib";
 import kafkajs from "kafkajs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { decodeLz4, decodeSnappy, registerCodecs, undecodableReason } from "../../src/adapters/kafka/codecs.js";
+import { installRecordDecoder, recordsDecodedFast } from "../../src/adapters/kafka/record-decoder.js";
 import { CODEC_FIXTURES, type CodecFixture } from "../support/codec-fixtures.js";
 import { encodeRecords, lz4StoredFrame, recordBatch, type PlainRecord } from "../support/record-batch.js";
+
+// As in a worker (consumer.ts installs it at import): mufold's record decoder, before kafkajs's batch decoder loads.
+expect(installRecordDecoder()).toBe(true);
 
 const require = createRequire(import.meta.url);
 const KafkaDecoder = require("kafkajs/src/protocol/decoder.js") as new (buffer: Buffer) => unknown;
@@ -147,8 +152,10 @@ describe("inside a record batch (kafkajs's batch decoder)", () => {
 
   it("a wrong lz4 content checksum: one stand-in per declared record, at the batch's offsets", async () => {
     const batch = recordBatch({ codec: CompressionTypes.LZ4, count: 3, payload: lz4StoredFrame(encodeRecords(RECORDS), { corruptChecksum: true }) });
+    const before = recordsDecodedFast();
     const { records } = await decodeBatch(batch, 77n);
     expect(records.map((r) => r.offset)).toEqual(["77", "78", "79"]);
+    expect(recordsDecodedFast() - before).toBe(3);
     expect(records.map((r) => undecodableReason(r.value))).toEqual(Array(3).fill("lz4: content checksum mismatch"));
   });
 

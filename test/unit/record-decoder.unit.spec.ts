@@ -123,6 +123,44 @@ describe("the record decoder", () => {
     expectSame(bytes, context({ isControlBatch: true }));
   });
 
+  it("reads timestamp deltas around the 7-byte varlong bound exactly, or hands them to kafkajs", () => {
+    for (const delta of [2n ** 48n - 1n, 2n ** 48n, -(2n ** 48n), -(2n ** 48n) - 1n, 2n ** 49n, 2n ** 53n + 1n, -(2n ** 53n)]) {
+      for (const first of ["0", "-1", String(2n ** 52n), String(-(2n ** 52n))]) {
+        const theirs = expectSame(rawRecord({ offsetDelta: 0, timestampDelta: delta, key: null, value: null, headers: [] }), context({ firstTimestamp: first }));
+        expect(theirs).toMatchObject({ record: { timestamp: String(BigInt(first) + delta) } });
+      }
+    }
+  });
+
+  it("reads a falsy log-append time, malformed lengths and counts, and over-long varints as kafkajs does", () => {
+    const bytes = rawRecord({ offsetDelta: 2, timestampDelta: 9n, key: b("k"), value: b("v"), headers: [] });
+    expectSame(bytes, context({ timestampType: LOG_APPEND_TIME, maxTimestamp: "" }));
+    const head = Buffer.concat([Buffer.from([0]), varint(0n), varint(1n)]);
+    expectSame(Buffer.concat([head, varint(-2n), b("kv")]), context()); // a key length below -1
+    expectSame(Buffer.concat([head, varint(1n), b("k"), varint(-5n)]), context()); // a value length below -1
+    expectSame(Buffer.concat([head, sized(null), sized(null), varint(-1n)]), context()); // a header count of -1
+    expectSame(Buffer.concat([head, sized(null), sized(null), varint(-2n)]), context()); // below -1
+    expectSame(Buffer.concat([head, sized(null), sized(null), varint(1n), varint(-3n), b("abc"), sized(null)]), context()); // a header key length below -1
+    const overLong = Buffer.from([0x82, 0x80, 0x80, 0x80, 0x80, 0x00]); // 1, written in six bytes
+    expectSame(Buffer.concat([Buffer.from([0]), varint(0n), overLong, sized(null), sized(null), varint(0n)]), context());
+    expectSame(Buffer.concat([Buffer.from([0]), Buffer.from([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00]), varint(0n), sized(null), sized(null), varint(0n)]), context());
+  });
+
+  it("fails as kafkajs does on a batch context its batch decoder never makes", () => {
+    const bytes = rawRecord({ offsetDelta: 1, timestampDelta: 0n, key: null, value: null, headers: [] });
+    for (const first of ["1e3", "5.0", "", "0x10", " 7"]) expectSame(bytes, context({ firstOffset: first }));
+    expectSame(bytes, context({ firstOffset: null as unknown as string }));
+    expectSame(bytes, context({ firstTimestamp: "1e3" }));
+    expectSame(bytes, undefined as unknown as RecordContext);
+  });
+
+  it("hands out views of the record's bytes, as kafkajs does (stand-in records are recognised by their buffer)", () => {
+    const bytes = rawRecord({ offsetDelta: 0, timestampDelta: 0n, key: b("k"), value: b("value"), headers: [[b("h"), b("x")]] });
+    expectSame(bytes, context());
+    const ours = fastDecode(new Decoder(bytes), context()) as { key: Buffer; value: Buffer; headers: { h: Buffer } };
+    for (const view of [ours.key, ours.value, ours.headers.h]) expect(view.buffer).toBe(bytes.buffer);
+  });
+
   it("fails, or not, as kafkajs does on every truncation of a record", () => {
     const bytes = body(encodeRecord({ offsetDelta: 300, timestampDelta: 70000, key: b("key"), value: b("value"), headers: { h: b("x") } }).buffer);
     for (let n = 0; n < bytes.length; n++) expectSame(bytes.subarray(0, n), context());
@@ -137,7 +175,7 @@ describe("the record decoder", () => {
           timestampDelta: fc.oneof(fc.bigInt({ min: -1000000n, max: 1000000n }), fc.bigInt({ min: -(2n ** 62n), max: 2n ** 62n })),
           key: bytesOrNull,
           value: bytesOrNull,
-          headers: fc.array(fc.tuple(fc.option(fc.constantFrom("a", "b", "schema", "__proto__", "toString", "é").map(b), { nil: null }), bytesOrNull), { maxLength: 5 }),
+          headers: fc.array(fc.tuple(fc.option(fc.constantFrom("a", "b", "schema", "", "0", "1", "__proto__", "toString", "constructor", "hasOwnProperty", "é").map(b), { nil: null }), bytesOrNull), { maxLength: 5 }),
         }),
         fc.bigInt({ min: -1n, max: 2n ** 62n }),
         fc.bigInt({ min: -1n, max: 2n ** 60n }),

@@ -6,7 +6,8 @@
  * the same record (equal in every property, in the same order) from numbers
  * when they are exact, and hands every other record to kafkajs's own decoder:
  * a delta or a sum beyond 2^53, a read past the record's bytes, a header named
- * `__proto__` (which a spread defines and an assignment would not).
+ * like a property of Object.prototype (which a spread defines and an
+ * assignment would not).
  *
  * kafkajs's record-batch decoder takes the record decoder when it is first
  * loaded (at a process's first fetch), so `installRecordDecoder` runs when
@@ -38,8 +39,8 @@ const RECORD_DECODER = require.resolve("kafkajs/src/protocol/recordBatch/record/
 const BATCH_DECODER = require.resolve("kafkajs/src/protocol/recordBatch/v0/decoder.js");
 const LOG_APPEND_TIME = (require("kafkajs/src/protocol/timestampTypes.js") as { LOG_APPEND_TIME: number }).LOG_APPEND_TIME;
 
-/** Marks the installed decoder, holding kafkajs's own. */
-const ORIGINAL = Symbol("kafkajs record decoder");
+/** Marks the installed decoder, holding kafkajs's own (a registered symbol: a second copy of this module sees it). */
+const ORIGINAL = Symbol.for("mufold.kafkajsRecordDecoder");
 
 /** Thrown inside the fast path only: the record goes to kafkajs's decoder instead. */
 const FALL_BACK = Symbol("fall back");
@@ -106,10 +107,23 @@ class Reader {
   }
 }
 
-/** `first + delta` in decimal, as Long's add and toString give it, when both are exact as numbers; else FALL_BACK. */
-function plus(first: string, delta: number): string {
-  const sum = Number(first) + delta;
-  if (!Number.isSafeInteger(sum) || !Number.isSafeInteger(Number(first))) throw FALL_BACK;
+/** A decimal integer as kafkajs's batch decoder writes one (BigInt's toString): what Long.fromValue parses. */
+const DECIMAL = /^-?(?:0|[1-9][0-9]*)$/;
+
+/** A batch's first offset or timestamp as a number: NaN unless it is a decimal integer exact as a number. */
+function baseOf(first: unknown): number {
+  return typeof first === "string" && DECIMAL.test(first) && Number.isSafeInteger(Number(first)) ? Number(first) : NaN;
+}
+
+/** The context of the batch whose records are being decoded, and its bases (a batch's records share one context). */
+let lastContext: RecordContext | null = null;
+let offsetBase = NaN;
+let timestampBase = NaN;
+
+/** `base + delta` in decimal, as Long's add and toString give it, when exact as a number; else FALL_BACK. */
+function plus(base: number, delta: number): string {
+  const sum = base + delta;
+  if (!Number.isSafeInteger(sum)) throw FALL_BACK;
   return String(sum);
 }
 
@@ -120,7 +134,8 @@ function headersOf(r: Reader): Record<string, unknown> {
   const headers: Record<string, unknown> = {};
   for (let i = 0; i < count; i++) {
     const key = String(r.string()); // a null key names the property "null", as a computed key does
-    if (key === "__proto__") throw FALL_BACK;
+    // kafkajs's spread defines the property; an assignment would run what Object.prototype has under that name.
+    if (key in Object.prototype) throw FALL_BACK;
     const value = r.bytes();
     const prior = headers[key];
     headers[key] = prior === undefined ? value : Array.isArray(prior) ? prior.concat([value]) : [prior, value];
@@ -140,12 +155,17 @@ export function fastRecordDecoder(original: RecordDecoder): RecordDecoder {
   return (decoder, batchContext = {} as RecordContext) => {
     const start = decoder.offset;
     try {
-      const { firstOffset, firstTimestamp, magicByte, isControlBatch = false, timestampType, maxTimestamp } = batchContext;
+      const { magicByte, isControlBatch = false, timestampType, maxTimestamp } = batchContext;
+      if (batchContext !== lastContext) {
+        lastContext = batchContext;
+        offsetBase = baseOf(batchContext.firstOffset);
+        timestampBase = baseOf(batchContext.firstTimestamp);
+      }
       const r = new Reader(decoder.buffer, start);
       const attributes = decoder.buffer.readInt8(r.pos++);
       const timestampDelta = r.varLong();
-      const timestamp = timestampType === LOG_APPEND_TIME && maxTimestamp ? maxTimestamp : plus(firstTimestamp, timestampDelta);
-      const offset = plus(firstOffset, r.varInt());
+      const timestamp = timestampType === LOG_APPEND_TIME && maxTimestamp ? maxTimestamp : plus(timestampBase, timestampDelta);
+      const offset = plus(offsetBase, r.varInt());
       const key = r.bytes();
       const value = r.bytes();
       const headers = headersOf(r);
