@@ -65,13 +65,10 @@
  * clients' Python venv, or says what to install). The peer step runs the peer in that venv (made the same way).
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { promisify } from "node:util";
 import kafkajs from "kafkajs";
 import { writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { parseArgs } from "node:util";
-
-const execFileAsync = promisify(execFile);
+import { parseArgs, promisify } from "node:util";
 import { Redis } from "ioredis";
 import { createKafka } from "../src/adapters/kafka/client.js";
 import { ReliableProducer, type OutMessage } from "../src/adapters/kafka/producer.js";
@@ -178,8 +175,8 @@ async function produceAll(settings: Settings, messages: OutMessage[]): Promise<n
 async function rawKafkajs(settings: Settings, total: number, fastDecoder = false): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic }> {
   const script = new URL("./raw-kafkajs.ts", import.meta.url).pathname;
   const args = ["--brokers", settings.brokers.join(","), "--topic", settings.topic, "--group", `${settings.group}.raw${fastDecoder ? "-fast" : ""}`, "--records", String(total)];
-  const { stdout } = await execFileAsync(process.execPath, [...process.execArgv, script, ...args, ...(fastDecoder ? ["--fast-decoder"] : [])], { maxBuffer: 1 << 20 });
-  return JSON.parse(stdout.trim().split("\n").at(-1)!) as { seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic };
+  const { stdout } = await promisify(execFile)(process.execPath, [...process.execArgv, script, ...args, ...(fastDecoder ? ["--fast-decoder"] : [])], { maxBuffer: 1 << 20 });
+  return JSON.parse(stdout.trim().split("\n").at(-1)!) as Awaited<ReturnType<typeof rawKafkajs>>;
 }
 
 async function brokerTopics(settings: Settings): Promise<number> {

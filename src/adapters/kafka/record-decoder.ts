@@ -180,10 +180,11 @@ export function fastRecordDecoder(original: RecordDecoder): RecordDecoder {
   };
 }
 
-/** kafkajs's own record decoder (for tests, and the fallback). */
+type Installed = RecordDecoder & { [ORIGINAL]?: RecordDecoder };
+
+/** kafkajs's own record decoder (for tests, and the fallback), installed or not. */
 export function kafkajsRecordDecoder(): RecordDecoder {
-  const mod = require.cache[RECORD_DECODER];
-  const current = (mod?.exports ?? require(RECORD_DECODER)) as RecordDecoder & { [ORIGINAL]?: RecordDecoder };
+  const current = require(RECORD_DECODER) as Installed;
   return current[ORIGINAL] ?? current;
 }
 
@@ -193,10 +194,9 @@ export function kafkajsRecordDecoder(): RecordDecoder {
  * already loaded its batch decoder with its own.
  */
 export function installRecordDecoder(): boolean {
-  const original = kafkajsRecordDecoder();
-  const mod = require.cache[RECORD_DECODER]!;
-  if ((mod.exports as { [ORIGINAL]?: RecordDecoder })[ORIGINAL] !== undefined) return true;
+  const current = require(RECORD_DECODER) as Installed;
+  if (current[ORIGINAL] !== undefined) return true;
   if (require.cache[BATCH_DECODER] !== undefined) return false;
-  mod.exports = Object.assign(fastRecordDecoder(original), { [ORIGINAL]: original });
+  require.cache[RECORD_DECODER]!.exports = Object.assign(fastRecordDecoder(current), { [ORIGINAL]: current });
   return true;
 }
