@@ -346,6 +346,16 @@ export function identityStoreContract(name: string, makeStore: StoreFactory, pos
         expect(await store.read(G, "mur_nc")).toBe("P0[]P1[]P2[Q1]P3[S1,S2]P4");
       });
 
+      it("offset index entries (RPUSH) land in their order among other ops; with the index deleted in the same apply, refused", async () => {
+        const store = await makeStore();
+        const rpush = (entry: string): PartOp => ({ op: "RPUSH", part: "x", field: entry, value: "" });
+        await store.apply(G, "mur_x", 0, none, [rpush("e1"), hset("m", "skel", SKELETON), rpush("e2"), hset("d", "a", "1"), rpush("e0"), rpush("e3")]);
+        expect((await store.loadHistory(G, "mur_x")).index).toEqual(["e1", "e2", "e0", "e3"]);
+        await expect(store.apply(G, "mur_x", 1, none, [rpush("e4"), { op: "DEL", part: "x", field: "", value: "" }])).rejects.toThrow(/do not commute/);
+        await expect(store.apply(G, "mur_x", 1, none, [{ op: "DEL", part: "x", field: "", value: "" }, rpush("e4")])).rejects.toThrow(/do not commute/);
+        expect((await store.loadHistory(G, "mur_x")).index).toEqual(["e1", "e2", "e0", "e3"]);
+      });
+
       it("thousands of ops of one kind in one apply (more than one command's worth) all land", async () => {
         const store = await makeStore();
         const n = 4_500; // 9,000 HSET operands: past what one Lua `unpack` takes, so the store must split the run
