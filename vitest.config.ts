@@ -78,6 +78,7 @@ const RUNTIME_DEPENDENT = {
     "core-observation-reader", // the one-pass reader on V8 strings
     "decide-fast-path", // fatal TextDecoder, Buffer keys and headers
     "encoded-command", // Buffer encoding of Redis commands
+    "flat-string", // V8 flattening concatenations
     "kafka-timeout-patch", // timers and TimeoutNegativeWarning (Node 24)
     "model-heap-estimate", // V8's heap layout against the cache's estimate
     "observation-retention", // V8 sliced strings and the heap
