@@ -8,6 +8,7 @@
  */
 import { canonicalJson, observationToPy, validateObservation, type Observation } from "../core/index.js";
 import { statingRefForm } from "../core/fields.js";
+import { flat } from "../core/flat-string.js";
 import { createKafka, kafkaClientSettings, type Kafka } from "../adapters/kafka/client.js";
 import { ReliableProducer, typedProducerStep, type OutMessage } from "../adapters/kafka/producer.js";
 import { ensureTopics, topicSpec } from "../adapters/kafka/topics.js";
@@ -29,8 +30,8 @@ export interface ObservationRecord {
 /** The record of a normalized observation (as `observation()` or `validateObservation` return it). */
 export function observationRecord(obs: Observation): ObservationRecord {
   return {
-    key: scopeKey(obs.scope),
-    value: canonicalJson(observationToPy(obs)),
+    key: flat(scopeKey(obs.scope)),
+    value: flat(canonicalJson(observationToPy(obs))),
     headers: { schema: OBSERVATION_SCHEMA_HEADER, "content-type": "application/json" },
   };
 }
