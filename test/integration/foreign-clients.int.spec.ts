@@ -19,6 +19,7 @@ import { simulate } from "../../producers/simulation.js";
 import type { Settings } from "../../src/config/settings.js";
 import type { Observation } from "../../src/core/index.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, readAllPackets, testSettings, waitCaughtUp } from "../support/pipeline.js";
+import { recordsEncodedFast } from "../../src/adapters/kafka/record-encoder.js";
 import {
   confluentProduce,
   consumeAll,
@@ -170,8 +171,11 @@ describe("foreign clients: confluent-kafka, kcat, redis-py + loopx", () => {
 
     // mufold → kcat: every record, key, value and header, in each key's order.
     const compressedBefore = zstd.compressed;
+    const encodedBefore = recordsEncodedFast();
     await produce({ ...settings, topic: fromMufold }, messages);
     expect(zstd.compressed).toBeGreaterThan(compressedBefore);
+    // Written by mufold's record encoder (the producer adapter installs it before any send), not kafkajs's.
+    expect(recordsEncodedFast() - encodedBefore).toBeGreaterThanOrEqual(messages.length);
     const { stdout } = await run(foreign.kcat, ["-C", "-b", brokers, "-t", fromMufold, "-o", "beginning", "-e", "-q", "-f", "%p\t%o\t%k\t%h\t%s\n"]);
     const consumed = stdout
       .toString("utf8")

@@ -8,6 +8,10 @@ import { MufoldError } from "../../errors.js";
 import { Compression, KafkaAuthError, KafkaUnavailableError, type KafkaSettings } from "./client.js";
 import { isBrokerUnreachable, isSaslAuthFailure, kafkaFailureText } from "./errors.js";
 import { createStablePartitioner } from "./partitioner.js";
+import { installRecordEncoder } from "./record-encoder.js";
+
+// Before any producer exists: kafkajs's produce request takes its record encoder when first loaded (record-encoder.ts).
+installRecordEncoder();
 
 export interface OutMessage {
   key: Buffer | string | null;
