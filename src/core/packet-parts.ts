@@ -10,7 +10,7 @@ import { AsciiText } from "./ascii-text.js";
 import { sortedByBytes } from "./byte-order.js";
 import { canonicalJson, quote } from "./canonical-json.js";
 import { analyzeIdentityState, subjectOfGroup, type IdentityAnalysis, type SubjectGroup } from "./identity-analysis.js";
-import type { ReducerContext } from "./identity.js";
+import { reducerIdentity, type ReducerContext } from "./identity.js";
 import type { IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { historyEntryStored, historyListJson, type HistoryEntryOf } from "./observation-json.js";
@@ -18,7 +18,7 @@ import { compactJson, compactString, expandTokens, storedSubject } from "./compa
 import { compareOrder, sortedInOrder } from "./ordering.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } from "./projection.js";
 import { pyEquals, type PyObject } from "./pyvalue.js";
-import { boundsRejection, countsOf, summaryOf, type SummaryCounts } from "./reducer.js";
+import { boundsRejection, countsOf, summaryCountersOf, summaryOf, type SummaryCounts } from "./reducer.js";
 import { historyMember, subjectMember } from "./sort-keys.js";
 import { reduceSubject, sameRoundedProducts, type FactorList } from "./subject.js";
 
@@ -222,28 +222,68 @@ const jsonOf = (v: string | number | boolean | null): string => (v === null ? "n
 
 /** The packet with its four lists cut out: counters from `counts` and `levels` (canonicalJson of baseProjection). */
 export function skeletonFrom(context: ReducerContext, counts: SummaryCounts, levels: LevelCounts): string {
-  const summary = summaryOf(context, counts);
-  const scope = context.scope;
+  const summary = summaryCountersOf(counts);
   // The counters as the per-context templates wrote them (jsonOf); the context's strings as compactJson writes
-  // them (compactString: a value that is a token, say a surface named "ready", is stored as the token).
+  // them (compactString: a value that is a token, say a surface named "ready", is stored as the token), once per context.
   const values: string[] = [
     jsonOf(summary.status), jsonOf(summary.projection_ready), jsonOf(summary.accepted_observation_count), jsonOf(summary.duplicate_observation_count),
     jsonOf(summary.conflicting_observation_count), jsonOf(summary.rejected_observation_count), jsonOf(summary.lineage_observation_count),
     jsonOf(levels.item + levels.set + levels.none), jsonOf(levels.item), jsonOf(levels.set), jsonOf(levels.none),
     jsonOf(summary.last_observed_at), jsonOf(summary.last_observation_id), jsonOf(counts.accepted > MAX_PROJECTION_HISTORY),
-    compactString(context.reducer_version), compactString(summary.reducer_identity), compactString(context.retrieval_snapshot_ref),
-    compactString(context.policy_snapshot_ref),
-    compactString(scope.agent_id), compactString(scope.project_id), compactString(scope.corpus_id), compactString(scope.surface_id),
   ];
+  const fromContext = contextValuesOf(context);
   const { pieces, fields } = skeletonTemplate();
   // One flat string from a buffer (ascii-text.ts); a context that is not ASCII is concatenated instead.
   skeletonText.start().put(pieces[0]!);
-  for (let i = 0; i < fields.length; i++) skeletonText.put(values[fields[i]!]!).put(pieces[i + 1]!);
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i]!;
+    skeletonText.put(f < values.length ? values[f]! : fromContext[f - values.length]!).put(pieces[i + 1]!);
+  }
   const ascii = skeletonText.text();
   if (ascii !== null) return ascii;
   let out = pieces[0]!;
-  for (let i = 0; i < fields.length; i++) out += values[fields[i]!]! + pieces[i + 1]!;
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i]!;
+    out += (f < values.length ? values[f]! : fromContext[f - values.length]!) + pieces[i + 1]!;
+  }
   return out;
+}
+
+/** A context's skeleton values (CONTEXT_FIELDS', then SCOPE_FIELDS'), and the strings they were made of. */
+interface ContextValues {
+  of: string[];
+  values: string[];
+}
+
+/**
+ * By context object: a cached model flushes with one context every time, and writing its eight strings
+ * (the identity's memo lookup included) was a third of a skeleton's cost. The strings are compared
+ * (by reference first) on every use, so a context changed in place is never served stale values.
+ */
+const contextValueCache = new WeakMap<ReducerContext, ContextValues>();
+
+function contextStrings(context: ReducerContext): string[] {
+  const scope = context.scope;
+  return [context.reducer_version, context.retrieval_snapshot_ref, context.policy_snapshot_ref, scope.agent_id, scope.project_id, scope.corpus_id, scope.surface_id];
+}
+
+function contextValuesOf(context: ReducerContext): string[] {
+  const cached = contextValueCache.get(context);
+  const scope = context.scope;
+  if (
+    cached !== undefined &&
+    cached.of[0] === context.reducer_version && cached.of[1] === context.retrieval_snapshot_ref && cached.of[2] === context.policy_snapshot_ref &&
+    cached.of[3] === scope.agent_id && cached.of[4] === scope.project_id && cached.of[5] === scope.corpus_id && cached.of[6] === scope.surface_id
+  ) {
+    return cached.values;
+  }
+  const values = [
+    compactString(context.reducer_version), compactString(reducerIdentity(context)), compactString(context.retrieval_snapshot_ref),
+    compactString(context.policy_snapshot_ref),
+    compactString(scope.agent_id), compactString(scope.project_id), compactString(scope.corpus_id), compactString(scope.surface_id),
+  ];
+  contextValueCache.set(context, { of: contextStrings(context), values });
+  return values;
 }
 
 const skeletonText = new AsciiText();

@@ -102,13 +102,17 @@ export interface SummaryCounts {
 
 /** Status, readiness and counters of an accepted packet. */
 export function summaryOf(context: ReducerContext, c: SummaryCounts) {
+  const counters = summaryCountersOf(c);
+  return { ok: true, reducer_identity: reducerIdentity(context), ...counters };
+}
+
+/** The summary's fields that depend on the counts only (summaryOf without `ok` and the reducer identity). */
+export function summaryCountersOf(c: SummaryCounts) {
   const conflicted = c.conflicts > 0 || c.conflictProposal;
   const [latestAt, latestId] = c.latest;
   return {
-    ok: true,
     status: conflicted ? "review_required" : c.accepted > 0 ? "ready" : "empty",
     projection_ready: c.accepted > 0 && !conflicted,
-    reducer_identity: reducerIdentity(context),
     accepted_observation_count: c.accepted,
     duplicate_observation_count: c.duplicates,
     conflicting_observation_count: c.conflicts,

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { partHash } from "../../src/core/part-hash.js";
+import { partHash, Sum256 } from "../../src/core/part-hash.js";
 
 const sha = (text: string) => createHash("sha256").update(text, "utf8").digest("binary");
 
@@ -36,5 +36,40 @@ describe("partHash", () => {
     expect(partHash("c", "d")).toBe(sha("c\u0000d"));
     expect(partHash(long, long)).toBe(sha(long + "\u0000" + long));
     expect(partHash("a")).toBe(sha("a"));
+  });
+});
+
+describe("Sum256", () => {
+  it("is the sum mod 2^256 of the hashes added less those subtracted, in hex as BigInt writes it", () => {
+    const hash = fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => Buffer.from(b).toString("latin1"));
+    // Small and large values, so that leading zero words, carries and borrows all occur.
+    const sparse = fc.tuple(fc.integer({ min: 0, max: 31 }), fc.integer({ min: 0, max: 255 })).map(([at, v]) => {
+      const b = Buffer.alloc(32);
+      b[at] = v;
+      return b.toString("latin1");
+    });
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.oneof(hash, sparse), fc.constantFrom<1 | -1>(1, -1)), { maxLength: 12 }), (steps) => {
+        const sum = new Sum256();
+        let expected = 0n;
+        for (const [h, sign] of steps) {
+          sum.add(h, sign);
+          expected = BigInt.asUintN(256, expected + BigInt(sign) * BigInt("0x" + Buffer.from(h, "latin1").toString("hex")));
+        }
+        expect(sum.hex()).toBe(expected.toString(16));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("is 0 when empty or cleared, and keeps no leading zeros", () => {
+    const sum = new Sum256();
+    expect(sum.hex()).toBe("0");
+    const one = Buffer.alloc(32);
+    one[31] = 1;
+    sum.add(one.toString("latin1"), 1);
+    expect(sum.hex()).toBe("1");
+    sum.clear();
+    expect(sum.hex()).toBe("0");
   });
 });
