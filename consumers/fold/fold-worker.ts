@@ -30,6 +30,7 @@ import { dlqTopic } from "../../src/fold/dead-letter.js";
 import type { SourceRecord } from "../../src/fold/source-record.js";
 import type { DecisionOptions } from "../../src/fold/record-decision.js";
 import { dlqLimits } from "../../src/adapters/kafka/topic-limits.js";
+import { KeptAdmin } from "./kept-admin.js";
 import { IdentityApplier } from "../../src/fold/identity-applier.js";
 import { OutageClock } from "./outage.js";
 import { PartitionGuard, partitionField } from "./partition-guard.js";
@@ -115,6 +116,8 @@ export class FoldWorker {
   readonly outages: OutageClock;
   /** The change feed (stream entries and review proposals); undefined when MUFOLD_CHANGE_FEED=off. */
   private feed: ChangeFeed | undefined;
+  /** Connected at start and kept: a join's resync asks it for the group's committed offsets (kept-admin.ts). */
+  private readonly admin: KeptAdmin;
   /** Set in prepare, once the producer is connected and the DLQ topic's limits are read. */
   private deadLetters: DeadLetterSender | undefined;
   private crashedWith: ((error: unknown) => void) | undefined;
@@ -134,18 +137,13 @@ export class FoldWorker {
     this.guard = new PartitionGuard(this.control, "live", async (topic, partition) => (await this.partitionOffsets(topic, partition)).high);
     this.outages = new OutageClock(settings.outageToleranceSeconds);
     this.setup = new SetupWatch(redis, this.outages, settings.outageToleranceSeconds, this.log, () => this.publishPosition());
+    this.admin = new KeptAdmin(() => kafka.admin());
   }
 
   /** A partition's log start and end offsets now (rare: a batch's high watermark below the mark, an origin to check). */
   private async partitionOffsets(topic: string, partition: number): Promise<{ low: bigint; high: bigint }> {
-    const admin = this.kafka.admin();
-    await admin.connect();
-    try {
-      const found = (await admin.fetchTopicOffsets(topic)).find((o) => o.partition === partition);
-      return { low: BigInt(found?.low ?? "0"), high: BigInt(found?.high ?? "0") };
-    } finally {
-      await admin.disconnect();
-    }
+    const found = (await this.admin.ask((admin) => admin.fetchTopicOffsets(topic))).find((o) => o.partition === partition);
+    return { low: BigInt(found?.low ?? "0"), high: BigInt(found?.high ?? "0") };
   }
 
   /**
@@ -204,8 +202,7 @@ export class FoldWorker {
     }
     if (!feedSettings.enabled && feedSettings.proposalsTopic !== null) this.log.warn("MUFOLD_PROPOSALS_TOPIC is ignored: MUFOLD_CHANGE_FEED is off");
     this.applier.feed = feedSettings.enabled;
-    const admin = this.kafka.admin();
-    await admin.connect();
+    const admin = await this.admin.connected();
     let dlqBudget: number;
     try {
       await ensureTopics(admin, [
@@ -226,8 +223,9 @@ export class FoldWorker {
         this.rebuildingFromStart = true;
       }
       this.generation = live.generation;
-    } finally {
-      await admin.disconnect();
+    } catch (error) {
+      await this.admin.close();
+      throw error;
     }
     if (settings.warmUpRecords > 0) {
       // Before joining: the group's records wait for no compilation (the latency of a start's first second).
@@ -405,14 +403,7 @@ export class FoldWorker {
    * refolded before the partition is whole; one below it (offsets reset to earliest) changes nothing.
    */
   private async compareCommitted(why: Healing): Promise<void> {
-    const admin = this.kafka.admin();
-    await admin.connect();
-    let committed: Map<number, bigint>;
-    try {
-      committed = await groupOffsets(admin, this.settings.group, this.settings.topic);
-    } finally {
-      await admin.disconnect();
-    }
+    const committed = await this.admin.ask((admin) => groupOffsets(admin, this.settings.group, this.settings.topic));
     const away: string[] = [];
     for (const a of this.positions.compareCommitted(committed, why)) {
       const { topic } = this.settings;
@@ -629,6 +620,7 @@ export class FoldWorker {
     clearInterval(this.positionTimer);
     await this.consumer?.stop().catch((error) => this.log.warn("consumer stop failed", { error }));
     await this.producer?.disconnect().catch(() => undefined);
+    await this.admin.close();
     await this.redis.quit().catch(() => undefined);
     this.log.info("fold stopped", { worker: this.workerId, ...this.counters });
   }
