@@ -53,7 +53,15 @@ interface Batch {
 /** What applying a batch gave: the applier's counts and the records decided to the DLQ. */
 interface Folded {
   stats: BatchStats;
-  rejected: RoutedBatch["rejected"];
+  /** The reasons of the records dead-lettered, in the batch's order. */
+  deadLettered: string[];
+}
+
+/** The dead letters could not be sent: not a Redis failure, so not retried as one (DeadLetterSender retried already). */
+class DeadLetterFailure extends Error {
+  constructor(readonly failure: unknown) {
+    super("dead-letter send failed", { cause: failure });
+  }
 }
 
 /**
@@ -492,10 +500,11 @@ export class FoldWorker {
         if (!(await this.placeBatch(generation, batch, ctx))) return;
         folded = await this.applyAndSeal(generation, batch, ctx);
       } catch (err) {
+        if (err instanceof DeadLetterFailure) throw err.failure;
         if ((await this.recoverFrom(err, generation, batch, ctx, attempt)) === "elsewhere") return;
       }
     }
-    countDeadLetters(this.counters, this.metrics, await this.deadLetters!.send(folded.rejected, records, ctx));
+    countDeadLetters(this.counters, this.metrics, folded.deadLettered);
     countBatch(this.counters, this.metrics, this.applier, records.length, folded.stats, ctx);
     endBatch?.();
   }
@@ -536,13 +545,14 @@ export class FoldWorker {
     return true;
   }
 
-  /** Apply the batch's waves, announce the changes, and seal the mark past the batch. */
+  /** Apply the batch's waves, announce the changes, dead-letter what was rejected, and seal the mark past the batch. */
   private async applyAndSeal(generation: number, batch: Batch, ctx: BatchContext): Promise<Folded> {
     const { topic, partition } = ctx;
     const decision = { reducerVersion: this.settings.reducerVersion, maxValueBytes: this.settings.maxValueBytes };
     const rejected: RoutedBatch["rejected"] = [];
     this.positions.begin(partition);
     let stats;
+    let deadLettered: string[];
     try {
       const endApply = this.metrics?.applySeconds.startTimer();
       const guard = { partition: partitionField(topic, partition), from: batch.from };
@@ -559,6 +569,11 @@ export class FoldWorker {
       endApply?.();
       // Announced before the commit: a failure here retries the batch, which announces the skipped changes again.
       await this.feed?.publish(generation, stats.changes);
+      // Dead letters before the seal: once the mark is past the batch, no restart reads it again, so a worker killed
+      // in between lost them. Killed after the send and before the seal, the batch is folded and sent again.
+      deadLettered = await this.deadLetters!.send(rejected, batch.records, ctx).catch((error: unknown) => {
+        throw new DeadLetterFailure(error);
+      });
       // Last, before the commit: the generation written is still the live one, its mark still where the batch
       // started (Redis may have been emptied or gone back in time mid-batch); then the mark moves past the batch.
       await this.guard.seal(generation, topic, partition, batch.next, batch.from);
@@ -569,7 +584,7 @@ export class FoldWorker {
     this.publishPosition();
     if (generation === this.generation) this.sealedAt = Date.now();
     this.redisAnswered();
-    return { stats, rejected };
+    return { stats, deadLettered };
   }
 
   /**
