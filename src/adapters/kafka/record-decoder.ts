@@ -15,6 +15,7 @@
  * before keeps kafkajs's (the same records, more garbage).
  */
 import { createRequire } from "node:module";
+import { moduleSwap } from "./module-swap.js";
 
 /** kafkajs's Decoder, as far as a record decoder uses it. */
 export interface KafkajsDecoder {
@@ -35,12 +36,7 @@ export interface RecordContext {
 export type RecordDecoder = (decoder: KafkajsDecoder, context?: RecordContext) => unknown;
 
 const require = createRequire(import.meta.url);
-const RECORD_DECODER = require.resolve("kafkajs/src/protocol/recordBatch/record/v0/decoder.js");
-const BATCH_DECODER = require.resolve("kafkajs/src/protocol/recordBatch/v0/decoder.js");
 const LOG_APPEND_TIME = (require("kafkajs/src/protocol/timestampTypes.js") as { LOG_APPEND_TIME: number }).LOG_APPEND_TIME;
-
-/** Marks the installed decoder, holding kafkajs's own (a registered symbol: a second copy of this module sees it). */
-const ORIGINAL = Symbol.for("mufold.kafkajsRecordDecoder");
 
 /** Thrown inside the fast path only: the record goes to kafkajs's decoder instead. */
 const FALL_BACK = Symbol("fall back");
@@ -180,12 +176,16 @@ export function fastRecordDecoder(original: RecordDecoder): RecordDecoder {
   };
 }
 
-type Installed = RecordDecoder & { [ORIGINAL]?: RecordDecoder };
+const swap = moduleSwap<RecordDecoder>({
+  module: "kafkajs/src/protocol/recordBatch/record/v0/decoder.js",
+  takenBy: "kafkajs/src/protocol/recordBatch/v0/decoder.js",
+  mark: Symbol.for("mufold.kafkajsRecordDecoder"),
+  replace: fastRecordDecoder,
+});
 
 /** kafkajs's own record decoder (for tests, and the fallback), installed or not. */
 export function kafkajsRecordDecoder(): RecordDecoder {
-  const current = require(RECORD_DECODER) as Installed;
-  return current[ORIGINAL] ?? current;
+  return swap.original();
 }
 
 /**
@@ -194,9 +194,5 @@ export function kafkajsRecordDecoder(): RecordDecoder {
  * already loaded its batch decoder with its own.
  */
 export function installRecordDecoder(): boolean {
-  const current = require(RECORD_DECODER) as Installed;
-  if (current[ORIGINAL] !== undefined) return true;
-  if (require.cache[BATCH_DECODER] !== undefined) return false;
-  require.cache[RECORD_DECODER]!.exports = Object.assign(fastRecordDecoder(current), { [ORIGINAL]: current });
-  return true;
+  return swap.install();
 }

@@ -15,7 +15,7 @@
  * producer adapter is imported, before any producer exists; a process that
  * sent before keeps kafkajs's (the same bytes, more garbage).
  */
-import { createRequire } from "node:module";
+import { moduleSwap } from "./module-swap.js";
 
 /** What kafkajs's produce request hands its record encoder. */
 export interface RecordFields {
@@ -33,13 +33,6 @@ export interface EncodedRecordLike {
 }
 
 export type RecordEncoder = (fields: RecordFields) => EncodedRecordLike;
-
-const require = createRequire(import.meta.url);
-const RECORD_ENCODER = require.resolve("kafkajs/src/protocol/recordBatch/record/v0/index.js");
-const PRODUCE_V3_REQUEST = require.resolve("kafkajs/src/protocol/requests/produce/v3/request.js");
-
-/** Marks the installed encoder, holding kafkajs's own (a registered symbol: a second copy of this module sees it). */
-const ORIGINAL = Symbol.for("mufold.kafkajsRecordEncoder");
 
 /** Lengths and offset deltas this writes itself: their zigzag form stays a non-negative int32. */
 const MAX_SMALL = 0x3fff_ffff;
@@ -98,24 +91,26 @@ function putBytes(buf: Buffer, at: number, v: string | Buffer, length: number): 
   return at + length;
 }
 
-/** The headers as kafkajs lists them (an array value is that header repeated), or null for what this does not write. */
-function headerList(headers: Record<string, unknown>): { keys: string[]; values: (string | Buffer)[]; bytes: number } | null {
+/** The headers as kafkajs lists them (an array value is that header repeated), with their byte lengths; null for what this does not write. */
+function headerList(headers: Record<string, unknown>): { keys: string[]; values: (string | Buffer)[]; lengths: number[]; bytes: number } | null {
   const keys: string[] = [];
   const values: (string | Buffer)[] = [];
+  /** Each header's key and value byte lengths, in turn. */
+  const lengths: number[] = [];
   let bytes = 0;
   for (const key of Object.keys(headers)) {
     const value = headers[key];
-    const items = Array.isArray(value) ? value : [value];
     const keyBytes = Buffer.byteLength(key, "utf8");
-    for (const item of items) {
+    for (const item of Array.isArray(value) ? value : [value]) {
       const valueBytes = byteLength(item);
       if (valueBytes < 0 || valueBytes > MAX_SMALL || keyBytes > MAX_SMALL) return null;
       keys.push(key);
       values.push(item as string | Buffer);
+      lengths.push(keyBytes, valueBytes);
       bytes += sizeOfUnsigned(zigzag(keyBytes)) + keyBytes + sizeOfUnsigned(zigzag(valueBytes)) + valueBytes;
     }
   }
-  return { keys, values, bytes };
+  return { keys, values, lengths, bytes };
 }
 
 let encodedFast = 0;
@@ -156,14 +151,12 @@ export function fastRecordEncoder(original: RecordEncoder): RecordEncoder {
     if (valueBytes >= 0) at = putBytes(buf, at, value as string | Buffer, valueBytes);
     at = putUnsigned(buf, at, zigzag(list.keys.length));
     for (let i = 0; i < list.keys.length; i++) {
-      const k = list.keys[i]!;
-      const kBytes = Buffer.byteLength(k, "utf8");
+      const kBytes = list.lengths[2 * i]!;
+      const vBytes = list.lengths[2 * i + 1]!;
       at = putUnsigned(buf, at, zigzag(kBytes));
-      at = putBytes(buf, at, k, kBytes);
-      const v = list.values[i]!;
-      const vBytes = byteLength(v);
+      at = putBytes(buf, at, list.keys[i]!, kBytes);
       at = putUnsigned(buf, at, zigzag(vBytes));
-      at = putBytes(buf, at, v, vBytes);
+      at = putBytes(buf, at, list.values[i]!, vBytes);
     }
     if (at !== buf.length) throw new Error(`record encoder: wrote ${at} of ${buf.length} bytes`); // a sizing bug, never a silent one
     encodedFast++;
@@ -171,12 +164,16 @@ export function fastRecordEncoder(original: RecordEncoder): RecordEncoder {
   };
 }
 
-type Installed = RecordEncoder & { [ORIGINAL]?: RecordEncoder };
+const swap = moduleSwap<RecordEncoder>({
+  module: "kafkajs/src/protocol/recordBatch/record/v0/index.js",
+  takenBy: "kafkajs/src/protocol/requests/produce/v3/request.js",
+  mark: Symbol.for("mufold.kafkajsRecordEncoder"),
+  replace: fastRecordEncoder,
+});
 
 /** kafkajs's own record encoder (for tests, and the fallback), installed or not. */
 export function kafkajsRecordEncoder(): RecordEncoder {
-  const current = require(RECORD_ENCODER) as Installed;
-  return current[ORIGINAL] ?? current;
+  return swap.original();
 }
 
 /**
@@ -185,9 +182,5 @@ export function kafkajsRecordEncoder(): RecordEncoder {
  * its produce request with its own.
  */
 export function installRecordEncoder(): boolean {
-  const current = require(RECORD_ENCODER) as Installed;
-  if (current[ORIGINAL] !== undefined) return true;
-  if (require.cache[PRODUCE_V3_REQUEST] !== undefined) return false;
-  require.cache[RECORD_ENCODER]!.exports = Object.assign(fastRecordEncoder(current), { [ORIGINAL]: current });
-  return true;
+  return swap.install();
 }
