@@ -104,7 +104,7 @@ describe("unreachable endpoints at start: one line naming them, within the conne
     const topic = `mufold-replay.${randomBytes(4).toString("hex")}`;
     const admin = createKafka({ brokers: settings.brokers, clientId: "mufold-test" }).admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }] });
+    await admin.createTopics({ waitForLeaders: false, topics: [{ topic, numPartitions: 1 }] });
     await awaitTopicLeaders(admin, [{ topic, partitions: 1 }]);
     cleanups.push(async () => {
       await admin.deleteTopics({ topics: [topic] });

@@ -68,6 +68,7 @@ async function createSourceTopic(settings: Settings, maxMessageBytes: number): P
   await admin.connect();
   try {
     await admin.createTopics({
+      waitForLeaders: false,
       topics: [{ topic: settings.topic, numPartitions: settings.partitions, configEntries: [...LOG_CONFIG, { name: "max.message.bytes", value: String(maxMessageBytes) }] }],
     });
     await awaitTopicLeaders(admin, [{ topic: settings.topic, partitions: settings.partitions }]);

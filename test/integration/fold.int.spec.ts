@@ -5,6 +5,7 @@ import kafkajs from "kafkajs";
 import type { Admin } from "kafkajs";
 import type { OutMessage } from "../../src/adapters/kafka/producer.js";
 import { createKafka } from "../../src/adapters/kafka/client.js";
+import { awaitTopicLeaders } from "../../src/adapters/kafka/topics.js";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { observationRecord } from "../../src/client/producer.js";
 import { openSender, produce } from "../../producers/produce.js";
@@ -260,7 +261,8 @@ describe("fold on a real broker and a real Redis", () => {
     const kafka = createKafka({ brokers: settings.brokers, clientId: "mufold-test" });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic: settings.topic, numPartitions: 2, configEntries: [{ name: "retention.ms", value: "86400000" }] }] });
+    await admin.createTopics({ waitForLeaders: false, topics: [{ topic: settings.topic, numPartitions: 2, configEntries: [{ name: "retention.ms", value: "86400000" }] }] });
+    await awaitTopicLeaders(admin, [{ topic: settings.topic, partitions: 2 }]);
     await admin.disconnect();
     await expect(FoldWorker.start(settings, quietLog)).rejects.toThrow(/finite retention.*allow-finite-retention/);
     const worker = await startFold({ ...settings, allowFiniteRetention: true });

@@ -8,7 +8,7 @@ import { until } from "../support/wait.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { createKafka } from "../../src/adapters/kafka/client.js";
-import { groupOffsets, LOG_CONFIG } from "../../src/adapters/kafka/topics.js";
+import { awaitTopicLeaders, groupOffsets, LOG_CONFIG } from "../../src/adapters/kafka/topics.js";
 import { FoldWorker } from "../../consumers/fold/fold-worker.js";
 import { runReplay } from "../../consumers/replay/replay.js";
 import { observationRecord } from "../../src/client/producer.js";
@@ -174,10 +174,11 @@ describe("a topic deleted and recreated under the same name", () => {
       "the topic to be created again",
       async () =>
         await admin
-          .createTopics({ waitForLeaders: true, topics: [{ topic: settings.topic, numPartitions: 3, replicationFactor: 1, configEntries: LOG_CONFIG }] })
+          .createTopics({ waitForLeaders: false, topics: [{ topic: settings.topic, numPartitions: 3, replicationFactor: 1, configEntries: LOG_CONFIG }] })
           .then(() => true)
           .catch(() => false),
     );
+    await awaitTopicLeaders(admin, [{ topic: settings.topic, partitions: 3 }]);
     const fresh = workload(82, 5, 30, "2026-11-26T00:00:00Z");
     await produce(settings, fresh.map(observationRecord));
 

@@ -24,7 +24,10 @@ if (mode === "mufold") {
 
 const admin = kafka.admin();
 await admin.connect();
-await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+// kafkajs's own waitForLeaders gives up on a KRaft broker whose metadata still lags: mufold's wait, for both.
+const { awaitTopicLeaders } = await import("../../dist/src/adapters/kafka/topics.js");
+await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: false });
+await awaitTopicLeaders(admin, [{ topic, partitions: 1 }]);
 const producer = kafka.producer();
 await producer.connect();
 await producer.send({ topic, messages: [{ key: "k", value: "probe" }] });

@@ -37,6 +37,8 @@ describe("lint rules of the architecture", () => {
     ["src/observability/x.ts", 'import { RedisStore } from "../adapters/redis/store.js";\nexport const x = RedisStore;', "no-restricted-imports"],
     ["src/errors.ts", 'import { main } from "./cli/main.js";\nexport const x = main;', "no-restricted-imports"],
     ["consumers/x.ts", 'import { main } from "../src/cli/main.js";\nexport const x = main;', "no-restricted-imports"],
+    ["test/x.ts", "export const x = (admin: any) => admin.createTopics({ topics: [] });", "no-restricted-syntax"],
+    ["test/x.ts", "export const x = (admin: any) => admin.createTopics({ topics: [], waitForLeaders: true });", "no-restricted-syntax"],
   ])("%s: %s is refused", async (file, code, rule) => {
     expect(await rulesFor(file, code)).toContain(rule);
   });
