@@ -3,8 +3,10 @@
  * the batch's offsets only after the handler resolves (after Redis has it).
  * A handler that throws leaves the offsets uncommitted: the batch is redelivered.
  * With `commitInBackground`, the commit is sent without holding up the next
- * batch (in order per partition; a lost commit only means a redelivery, which
- * the fold skips by its watermarks), and `stop` waits for the ones in flight.
+ * batch, one request at a time with every partition's latest offset
+ * (commit-coalescer.ts; in order per partition; a lost commit only means a
+ * redelivery, which the fold skips by its watermarks), and `stop` waits for
+ * the ones in flight.
  * A batch that cannot be decoded parks its partition (see codecs.ts): paused,
  * its committed offset left at that batch, reported by `parked()` and `onPark`.
  */
@@ -13,6 +15,7 @@ import type { Batch, Consumer, EachBatchPayload, Kafka } from "kafkajs";
 import { settingDefault } from "../../config/settings.js";
 import type { SourceRecord } from "../../fold/source-record.js";
 import { undecodableReason } from "./codecs.js";
+import { CommitCoalescer } from "./commit-coalescer.js";
 import { isBrokerUnreachable } from "./errors.js";
 import { installRecordDecoder } from "./record-decoder.js";
 
@@ -159,8 +162,8 @@ export class GroupConsumer {
   /** When the coordinator last accepted a heartbeat (ms since epoch; 0 = never). */
   lastHeartbeat = 0;
   private readonly parkedPartitions = new Map<string, ParkedPartition>();
-  /** The last background commit of each partition (commits of one partition go out in order). */
-  private readonly commits = new Map<string, Promise<void>>();
+  /** Background commits: one request at a time, each partition's latest offset (commits of one partition in order). */
+  private readonly commits: CommitCoalescer;
   /** Seeks asked per partition: a batch that saw the count move under it is neither resolved nor committed. */
   private readonly seeks = new Map<string, number>();
   /** Per partition, the least offset a commit may carry until the next join (see holdCommitsAt). */
@@ -177,6 +180,10 @@ export class GroupConsumer {
     readonly groupId: string,
     private readonly options: GroupConsumerOptions,
   ) {
+    this.commits = new CommitCoalescer(
+      (commits) => consumer.commitOffsets(commits),
+      (error, topic, partition) => options.onCommitError?.(error, topic, partition),
+    );
     const { GROUP_JOIN, REBALANCING, CRASH, STOP, DISCONNECT, HEARTBEAT } = consumer.events;
     consumer.on(GROUP_JOIN, (e) => {
       this.joined = true;
@@ -207,7 +214,7 @@ export class GroupConsumer {
 
   /** Commit `offset` for a partition now, in order with the batches' commits (the group's offsets as progress). */
   commit(topic: string, partition: number, offset: bigint): void {
-    this.commitLater(topic, partition, [{ topic, partition, offset: offset.toString() }]);
+    this.commits.commit({ topic, partition, offset: offset.toString() });
   }
 
   /**
@@ -333,7 +340,7 @@ export class GroupConsumer {
       resolveOffset((next - 1n).toString());
       const floor = this.commitFloors.get(`${topic}:${partition}`);
       const commit = [{ topic, partition, offset: (floor !== undefined && floor > next ? floor : next).toString() }];
-      if (this.options.commitInBackground) this.commitLater(topic, partition, commit);
+      if (this.options.commitInBackground) this.commits.commit(commit[0]!);
       else await this.consumer.commitOffsets(commit);
     }
     if (standIn >= 0) {
@@ -345,20 +352,9 @@ export class GroupConsumer {
     await heartbeat();
   }
 
-  private commitLater(topic: string, partition: number, commit: { topic: string; partition: number; offset: string }[]): void {
-    const key = `${topic}:${partition}`;
-    const sent = (this.commits.get(key) ?? Promise.resolve())
-      .then(() => this.consumer.commitOffsets(commit))
-      .catch((error: unknown) => this.options.onCommitError?.(error, topic, partition));
-    this.commits.set(key, sent);
-    void sent.then(() => {
-      if (this.commits.get(key) === sent) this.commits.delete(key);
-    });
-  }
-
   /** Wait for the background commits in flight. */
   async flushCommits(): Promise<void> {
-    await Promise.all([...this.commits.values()]);
+    await this.commits.flush();
   }
 
   /** A parked partition assigned elsewhere now: stop reporting it, and unpause it so that a later assignment fetches (and parks) again. */
