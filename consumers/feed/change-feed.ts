@@ -9,8 +9,10 @@
  * decide on. They are proposals only: nothing in mufold acts on them.
  *
  * Delivery is at least once. The stream lives in another hash slot than the
- * identity, so its XADD follows the atomic apply; both happen before the batch
- * is committed. If the worker dies in between, the batch is redelivered, the
+ * identity, so its XADD follows the atomic apply: the batch's seal appends the
+ * entries (on one node in the same call, before the mark moves past the batch;
+ * on a cluster just before it), and the commit follows. If the worker dies
+ * after the applies and before the seal, the batch is redelivered, the
  * watermarks skip the apply, and the freshly loaded identity announces its
  * stored change again from the meta hash (`chg`, `dig`), flagged `repeated`.
  * So an entry can repeat (after a crash, a failed publish or a rebalance) and,
@@ -21,10 +23,10 @@
  * meta `dig`) of the generation's identities.
  */
 import type { OutMessage, ReliableProducer } from "../../src/adapters/kafka/producer.js";
-import type { RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
 import type { Settings } from "../../src/config/settings.js";
 import { canonicalJson } from "../../src/core/canonical-json.js";
 import { MufoldError } from "../../src/errors.js";
+import type { ChangeEntries } from "../../src/fold/control-store.js";
 import type { FeedChange, ProposalChange } from "../../src/fold/identity-applier.js";
 
 /** The change feed as the fold and the replay use it: the registry's settings (src/config/settings.ts), validated there. */
@@ -88,21 +90,24 @@ export function proposalMessages(generation: number, changes: readonly FeedChang
 
 export class ChangeFeed {
   constructor(
-    private readonly store: Pick<RedisIdentityStore, "appendChanges">,
     readonly settings: ChangeFeedSettings,
     private readonly producer: ReliableProducer | undefined,
   ) {
     if (settings.proposalsTopic !== null && producer === undefined) throw new MufoldError("the proposals topic needs a producer");
   }
 
-  /** Announce a batch's applied changes: stream entries first, then proposals. Throws if either fails (the batch is retried). */
-  async publish(generation: number, changes: readonly FeedChange[]): Promise<{ entries: number; proposals: number }> {
-    if (!this.settings.enabled || changes.length === 0) return { entries: 0, proposals: 0 };
-    await this.store.appendChanges(generation, this.settings.maxLen, changes.map(changeEntryFields));
+  /** Produce the proposals of a batch's changes (with a proposals topic), before its seal: a batch sealed is never redelivered. */
+  async propose(generation: number, changes: readonly FeedChange[]): Promise<number> {
     const topic = this.settings.proposalsTopic;
-    if (topic === null) return { entries: changes.length, proposals: 0 };
+    if (!this.settings.enabled || topic === null) return 0;
     const messages = proposalMessages(generation, changes);
-    await this.producer!.send(topic, messages);
-    return { entries: changes.length, proposals: messages.length };
+    if (messages.length > 0) await this.producer!.send(topic, messages);
+    return messages.length;
+  }
+
+  /** A batch's stream entries, for its seal to append (ControlStore.seal); none with the feed off. */
+  entries(changes: readonly FeedChange[]): ChangeEntries | undefined {
+    if (!this.settings.enabled || changes.length === 0) return undefined;
+    return { maxLen: this.settings.maxLen, entries: changes.map(changeEntryFields) };
   }
 }

@@ -243,7 +243,7 @@ export class FoldWorker {
     }
     this.producer = await ReliableProducer.connect(this.kafka);
     this.deadLetters = new DeadLetterSender(this.producer, settings.topic, dlqBudget, this.outages, this.log, () => this.stopping);
-    if (feedSettings.enabled) this.feed = new ChangeFeed(this.identities, { ...feedSettings, proposalsTopic }, this.producer);
+    if (feedSettings.enabled) this.feed = new ChangeFeed({ ...feedSettings, proposalsTopic }, this.producer);
     this.consumer = await GroupConsumer.start(this.kafka, {
       groupId: settings.group,
       topic: settings.topic,
@@ -567,16 +567,17 @@ export class FoldWorker {
         guard,
       );
       endApply?.();
-      // Announced before the commit: a failure here retries the batch, which announces the skipped changes again.
-      await this.feed?.publish(generation, stats.changes);
-      // Dead letters before the seal: once the mark is past the batch, no restart reads it again, so a worker killed
-      // in between lost them. Killed after the send and before the seal, the batch is folded and sent again.
+      // Proposals and dead letters before the seal: once the mark is past the batch, no restart reads it again, so
+      // a worker killed in between lost them. Killed after the sends and before the seal, the batch is folded and
+      // sent again (a failure here retries the batch, which announces the skipped changes again).
+      await this.feed?.propose(generation, stats.changes);
       deadLettered = await this.deadLetters!.send(rejected, batch.records, ctx).catch((error: unknown) => {
         throw new DeadLetterFailure(error);
       });
-      // Last, before the commit: the generation written is still the live one, its mark still where the batch
-      // started (Redis may have been emptied or gone back in time mid-batch); then the mark moves past the batch.
-      await this.guard.seal(generation, topic, partition, batch.next, batch.from);
+      // Last, before the commit, with the change entries: the generation written is still the live one, its mark
+      // still where the batch started (Redis may have been emptied or gone back in time mid-batch); then the mark
+      // moves past the batch.
+      await this.guard.seal(generation, topic, partition, batch.next, batch.from, this.feed?.entries(stats.changes));
     } finally {
       this.positions.end(partition);
     }

@@ -11,7 +11,7 @@
  *   its mark was truncated or recreated: refused too.
  */
 import { createHash } from "node:crypto";
-import { TopicOriginError, type ControlStore } from "../../src/fold/control-store.js";
+import { TopicOriginError, type ChangeEntries, type ControlStore } from "../../src/fold/control-store.js";
 import type { SourceRecord } from "../../src/fold/source-record.js";
 
 /** `<topic>:<partition>`, the field name of marks and origins in the control hash. */
@@ -91,11 +91,11 @@ export class PartitionGuard {
   /**
    * After the applies, before the commit: the generation is still ours (and no
    * promote holds the fleet); the batch did not start past the mark (Redis did
-   * not roll back); raise the partition's mark.
+   * not roll back); append the batch's change entries; raise the partition's mark.
    */
-  async seal(generation: number, topic: string, partition: number, nextOffset: bigint, firstOffset?: bigint): Promise<void> {
+  async seal(generation: number, topic: string, partition: number, nextOffset: bigint, firstOffset?: bigint, changes?: ChangeEntries): Promise<void> {
     const field = partitionField(topic, partition);
-    await this.control.seal(generation, this.mode, new Map([[field, nextOffset]]), firstOffset === undefined ? new Map() : new Map([[field, firstOffset]]));
+    await this.control.seal(generation, this.mode, new Map([[field, nextOffset]]), firstOffset === undefined ? new Map() : new Map([[field, firstOffset]]), changes);
     if (this.generation === generation && nextOffset > (this.marks.get(field) ?? 0n)) this.marks.set(field, nextOffset);
   }
 }

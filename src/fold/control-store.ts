@@ -18,6 +18,13 @@ import { MufoldError } from "../errors.js";
 /** The mode of the live fold's seals and origin checks (a rebuild's is its build token). */
 export const LIVE_MODE = "live";
 
+/** A batch's entries for the change stream of its generation: each a list of field, value strings. */
+export interface ChangeEntries {
+  /** The stream's approximate cap (MAXLEN ~). */
+  maxLen: number;
+  entries: readonly (readonly string[])[];
+}
+
 export interface ControlState {
   /** The live generation (null: none, never made or lost). */
   generation: number | null;
@@ -99,15 +106,17 @@ export interface ControlStore {
 
   /**
    * Check that `generation` is still written by `mode` (live: the live one, and no pause holds; a build token:
-   * still held) and raise its marks (`<topic>:<partition>` → next offset; a mark never goes down). Partitions
-   * are taken in order, and a refusal leaves the earlier ones raised.
+   * still held) and raise its marks (`<topic>:<partition>` → next offset; a mark never goes down). Every check
+   * comes before any write: a refusal raises no mark and appends nothing.
    *
    * @param firstOffsets where each live batch started: one that starts past the stored mark is refused.
+   * @param changes change entries to append to the generation's change stream before the marks move (a
+   *   store whose stream cannot be written in the same call appends them first, then seals).
    * @throws GenerationMovedError the generation is not (or no longer) the one written by `mode`.
    * @throws PauseLostError a live seal while a pause holds (the batch waits and is applied again).
    * @throws PositionContradictedError ("behind") a live batch starts past its mark: the store went back in time.
    */
-  seal(generation: number, mode: string, marks: ReadonlyMap<string, bigint>, firstOffsets?: ReadonlyMap<string, bigint>): Promise<void>;
+  seal(generation: number, mode: string, marks: ReadonlyMap<string, bigint>, firstOffsets?: ReadonlyMap<string, bigint>, changes?: ChangeEntries): Promise<void>;
 
   /**
    * Record (the first writer wins) or check the fingerprint of a partition's record at offset 0.

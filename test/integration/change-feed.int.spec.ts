@@ -22,6 +22,7 @@ import { contentDigest, elementsInRedis, elementsOfParts } from "../support/cont
 import { ProjectionReader } from "../../src/client/readback.js";
 import { resolveSettings, type Settings } from "../../src/config/settings.js";
 import { comparePackets, dropPrefix, expectedPackets, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
+import { until } from "../support/wait.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -249,6 +250,50 @@ describe("change feed on a real broker and a real Redis", () => {
       expect(e.fields.digest).toBe(contentDigest(await elementsInRedis(redis, settings.prefix, generation, e.fields.identity!)));
       expect(Number(e.fields.deliveries)).toBeGreaterThan(0);
     }
+  });
+
+  it("a stream that refuses its entries (the key holds another type) holds the batch unsealed; once it is fixed, every change is announced", async () => {
+    const settings = { ...feedSettings(() => ({ MUFOLD_CHANGE_FEED: "on" })), outageToleranceSeconds: 600 };
+    cleanups.push(() => dropPrefix(settings));
+    const observations = workload(34, 6, 30);
+    const half = observations.length / 2;
+    await fold(settings, observations.slice(0, half));
+    const redis = new Redis(settings.redisUrl);
+    cleanups.push(() => redis.quit());
+    const reader = new ProjectionReader(redis, settings.prefix);
+    const generation = await reader.generation();
+    const stream = changesKey(settings.prefix, generation);
+    const control = `${settings.prefix}:control`;
+    const marksNow = async () => Object.fromEntries(Object.entries(await redis.hgetall(control)).filter(([f]) => f.startsWith(`mark:${generation}:`)));
+    const versionsBefore = new Map(await Promise.all((await reader.identities()).map(async (id) => [id, Number((await reader.store.meta(generation, id)).v)] as const)));
+    const marksBefore = await marksNow();
+    const wrongType = async () => Number(/errorstat_WRONGTYPE:count=(\d+)/.exec(await redis.info("errorstats"))?.[1] ?? 0);
+    const refusedBefore = await wrongType();
+
+    await redis.del(stream);
+    await redis.set(stream, "not a stream");
+    await produce(settings, observations.slice(half).map(observationRecord));
+    await until("the seal to be refused twice", async () => (await wrongType()) >= refusedBefore + 2, 60_000);
+    expect(await marksNow()).toEqual(marksBefore); // applied, but not sealed: the batch is held
+    expect(await redis.type(stream)).toBe("string");
+
+    await redis.del(stream);
+    await waitCaughtUp(settings);
+    const identities = await reader.identities();
+    const packets = new Map(await Promise.all(identities.map(async (id) => [id, (await reader.read(id))!] as const)));
+    expect(comparePackets(packets, expectedPackets(observations))).toEqual({ missing: [], extra: [], different: [] });
+    // The held batch was applied again: its applies found done (skipped), its changes announced then (`repeated`).
+    const entries = await readStream(redis, settings, generation);
+    let announced = 0;
+    for (const identity of identities) {
+      const meta = await reader.store.meta(generation, identity);
+      if (Number(meta.v) === versionsBefore.get(identity)) continue;
+      const last = entries.filter((e) => e.fields.identity === identity).at(-1);
+      expect(last?.fields.version).toBe(meta.v); // the identity's latest change is on the stream
+      expect(last?.fields.digest).toBe(meta.dig);
+      announced++;
+    }
+    expect(announced).toBeGreaterThan(0);
   });
 
   it("turning the feed off removes the digest an earlier run stored (it would go stale)", async () => {

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll } from "vitest";
 import { Redis } from "ioredis";
 import { RedisControlStore } from "../../src/adapters/redis/control-store.js";
-import { acksKey, controlKey } from "../../src/adapters/redis/keys.js";
+import { acksKey, changesKey, controlKey } from "../../src/adapters/redis/keys.js";
 import { controlStoreContract } from "../support/control-store-contract.js";
 import { dropPrefix, testSettings } from "../support/pipeline.js";
 import { until } from "../support/wait.js";
@@ -42,5 +42,6 @@ controlStoreContract("redis", async () => {
     lose: async () => {
       await redis.del(controlKey(prefix), acksKey(prefix));
     },
+    changes: async (generation) => (await redis.xrange(changesKey(prefix, generation), "-", "+")).map(([, fields]) => fields),
   };
 });

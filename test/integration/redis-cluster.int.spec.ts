@@ -20,7 +20,7 @@ import { LIBRARY_NAME, ensureSetup, loadFunctions } from "../../src/adapters/red
 import { RedisIdentityStore } from "../../src/adapters/redis/identity-store.js";
 import { dropPrefix, prefixKeys } from "../../src/adapters/redis/keyspace.js";
 import { resolveSettings } from "../../src/config/settings.js";
-import { identityKeys } from "../../src/adapters/redis/keys.js";
+import { changesKey, identityKeys } from "../../src/adapters/redis/keys.js";
 import { ProjectionReader } from "../../src/client/readback.js";
 import { comparePackets, expectedPackets, quietLog, testSettings, waitCaughtUp } from "../support/pipeline.js";
 import { until } from "../support/wait.js";
@@ -111,7 +111,14 @@ describe("Redis Cluster (3 masters, no replicas)", () => {
     expect(comparePackets(packets, expected)).toEqual({ missing: [], extra: [], different: [] });
 
     // The identities really are spread: every master holds some, and each identity's ten keys sit in one slot on its owner.
-    const generation = await new ProjectionReader(client, settings.prefix).generation();
+    const reader = new ProjectionReader(client, settings.prefix);
+    const generation = await reader.generation();
+    // The change feed: its stream is in another slot than the control hash, so each batch's entries go just
+    // before its seal. Every identity's last entry is its stored version.
+    const lastVersion = new Map<string, string>();
+    for (const [, flat] of await client.xrange(changesKey(settings.prefix, generation), "-", "+")) lastVersion.set(flat[1]!, flat[3]!);
+    expect(lastVersion.size).toBe(expected.size);
+    for (const id of expected.keys()) expect(lastVersion.get(id), id).toBe((await reader.store.meta(generation, id)).v);
     const masters = await masterNodes(admin);
     expect(masters).toHaveLength(3);
     const perMaster = new Map<string, number>();

@@ -21,6 +21,8 @@ export interface ControlWorld {
   elapse(ms: number): Promise<void>;
   /** The store loses everything (a Redis emptied: FLUSHALL, a restart without persistence). */
   lose(): Promise<void>;
+  /** A generation's change stream, oldest entry first, each as its field, value strings (Redis: XRANGE - +). */
+  changes(generation: number): Promise<string[][]>;
 }
 
 export type ControlWorldFactory = () => Promise<ControlWorld>;
@@ -259,14 +261,14 @@ export function controlStoreContract(name: string, makeWorld: ControlWorldFactor
         expect(await marksOf(w, rebuild)).toEqual({ "t:0": "60" });
       });
 
-      it("given two partitions sealed at once, when the second starts past its mark, then the seal is refused without naming it, the first partition's mark raised", async () => {
+      it("given two partitions sealed at once, when the second starts past its mark, then the seal is refused without naming it, and neither mark moves", async () => {
         const w = await makeWorld();
         const live = await aLiveGeneration(w);
         await sealed(w, live, LIVE, { "t:0": 10, "t:1": 10 });
         const err = await refusal(sealed(w, live, LIVE, { "t:0": 20, "t:1": 30 }, { "t:0": 10, "t:1": 25 }));
         expect(err).toBeInstanceOf(PositionContradictedError);
         expect(err).toMatchObject({ reason: "behind", generation: live, partition: "?", from: 0n });
-        expect(await marksOf(w, live)).toEqual({ "t:0": "20", "t:1": "10" });
+        expect(await marksOf(w, live)).toEqual({ "t:0": "10", "t:1": "10" });
       });
     });
 
@@ -306,6 +308,47 @@ export function controlStoreContract(name: string, makeWorld: ControlWorldFactor
         await sealed(w, rebuild, "mine", { "t:0": 9 });
         await w.store.checkOrigin(rebuild, "mine", "t:0", "fp");
         expect(await marksOf(w, rebuild)).toEqual({ "t:0": "9" });
+      });
+    });
+
+    describe("seal: the change entries it appends", () => {
+      const entry = (identity: string, version: number) => ["identity", identity, "version", String(version), "status", "ready"];
+      const withEntries = (w: ControlWorld, generation: number, mode: string, marks: Record<string, number>, entries: string[][], first?: Record<string, number>) =>
+        w.store.seal(generation, mode, offsets(marks), first === undefined ? undefined : offsets(first), { maxLen: 1000, entries });
+
+      it("given a live generation, when a seal carries entries, then they are on its stream in the order given and the marks moved", async () => {
+        const w = await makeWorld();
+        const live = await aLiveGeneration(w);
+        await withEntries(w, live, LIVE, { "t:0": 3 }, [entry("mur_a", 1), entry("mur_b", 1)]);
+        await withEntries(w, live, LIVE, { "t:0": 5 }, [entry("mur_a", 2)]);
+        expect(await w.changes(live)).toEqual([entry("mur_a", 1), entry("mur_b", 1), entry("mur_a", 2)]);
+        expect(await marksOf(w, live)).toEqual({ "t:0": "5" });
+      });
+
+      it("given a rebuild, when it seals with its token and entries, then they are on the rebuild's stream, not the live one's", async () => {
+        const w = await makeWorld();
+        const live = await aLiveGeneration(w);
+        const rebuild = await aRebuild(w, "mine");
+        await withEntries(w, rebuild, "mine", { "t:0": 2 }, [entry("mur_a", 1)]);
+        expect(await w.changes(rebuild)).toEqual([entry("mur_a", 1)]);
+        expect(await w.changes(live)).toEqual([]);
+      });
+
+      it("given seals refused (not the live generation, a pause, a batch past its mark), then none of their entries is appended and no mark moves", async () => {
+        const w = await makeWorld();
+        const live = await aLiveGeneration(w);
+        await withEntries(w, live, LIVE, { "t:0": 120, "t:1": 50 }, [entry("mur_a", 1)], { "t:0": 100, "t:1": 40 });
+        const rebuild = await aRebuild(w, "tok");
+        expectMoved(await refusal(withEntries(w, rebuild, LIVE, { "t:0": 5 }, [entry("mur_x", 1)])), rebuild, live);
+        // t:0 resumes at its mark; t:1 starts past its own: the whole seal is refused, t:0 included.
+        const behind = await refusal(withEntries(w, live, LIVE, { "t:0": 130, "t:1": 70 }, [entry("mur_b", 1)], { "t:0": 120, "t:1": 60 }));
+        expect(behind).toBeInstanceOf(PositionContradictedError);
+        const epoch = await w.store.pause(null, LONG);
+        expect(await refusal(withEntries(w, live, LIVE, { "t:0": 130 }, [entry("mur_c", 1)]))).toBeInstanceOf(PauseLostError);
+        await w.store.unpause(epoch);
+        expect(await w.changes(live)).toEqual([entry("mur_a", 1)]);
+        expect(await w.changes(rebuild)).toEqual([]);
+        expect(await marksOf(w, live)).toEqual({ "t:0": "120", "t:1": "50" });
       });
     });
 

@@ -25,6 +25,7 @@ controlStoreContract("memory", async () => {
     store,
     elapse: async (ms) => clock.advanceMs(ms),
     lose: async () => store.lose(),
+    changes: (generation) => store.changes(generation),
   };
 });
 

@@ -9,7 +9,7 @@
  *
  * Pure: no IO, no real time.
  */
-import { GenerationMovedError, LIVE_MODE, PauseLostError, PromoteBehindError, TopicOriginError, type ControlState, type ControlStore } from "../../fold/control-store.js";
+import { GenerationMovedError, LIVE_MODE, PauseLostError, PromoteBehindError, TopicOriginError, type ChangeEntries, type ControlState, type ControlStore } from "../../fold/control-store.js";
 import { PositionContradictedError } from "../../fold/identity-store.js";
 
 /** Microseconds of the store's time (the Lua's `TIME`): an integer, at most 2^53. */
@@ -26,6 +26,8 @@ export class MemoryControlStore implements ControlStore {
   private readonly hash = new Map<string, string>();
   /** The acks hash (`<prefix>:control:acks`). */
   private readonly acks = new Map<string, string>();
+  /** Each generation's change stream (`<prefix>:g<N>:changes`): entries, trimmed exactly where Redis trims about. */
+  private readonly streams = new Map<number, string[][]>();
 
   constructor(private readonly nowMicros: MicrosecondClock) {}
 
@@ -110,21 +112,35 @@ export class MemoryControlStore implements ControlStore {
     return out;
   }
 
-  async seal(generation: number, mode: string, marks: ReadonlyMap<string, bigint>, firstOffsets: ReadonlyMap<string, bigint> = new Map()): Promise<void> {
+  async seal(generation: number, mode: string, marks: ReadonlyMap<string, bigint>, firstOffsets: ReadonlyMap<string, bigint> = new Map(), changes?: ChangeEntries): Promise<void> {
     const gs = String(generation);
     if (!this.holds(gs, mode)) throw new GenerationMovedError(generation, this.current());
     if (mode === LIVE_MODE && this.pauseHolds()) throw new PauseLostError();
-    for (const [partition, next] of marks) {
-      const field = `mark:${gs}:${partition}`;
-      const old = this.hash.get(field);
+    for (const [partition] of marks) {
+      const old = this.hash.get(`mark:${gs}:${partition}`);
       const first = firstOffsets.get(partition)?.toString() ?? "";
       if (mode === LIVE_MODE && old !== undefined && first !== "" && offsetGreater(first, old)) {
         // The Lua names no partition: like the Redis adapter, the error names it only for a one-partition seal.
         const only = marks.size === 1 ? partition : undefined;
         throw new PositionContradictedError("behind", generation, only ?? "?", (only === undefined ? undefined : firstOffsets.get(only)) ?? 0n);
       }
+    }
+    if (changes !== undefined && changes.entries.length > 0) {
+      let stream = this.streams.get(generation);
+      if (stream === undefined) this.streams.set(generation, (stream = []));
+      for (const entry of changes.entries) stream.push([...entry]);
+      if (stream.length > changes.maxLen) stream.splice(0, stream.length - changes.maxLen);
+    }
+    for (const [partition, next] of marks) {
+      const field = `mark:${gs}:${partition}`;
+      const old = this.hash.get(field);
       if (old === undefined || offsetGreater(next.toString(), old)) this.hash.set(field, next.toString());
     }
+  }
+
+  /** The change stream of a generation, oldest first (what XRANGE - + gives of `<prefix>:g<N>:changes`). */
+  async changes(generation: number): Promise<string[][]> {
+    return (this.streams.get(generation) ?? []).map((entry) => [...entry]);
   }
 
   async checkOrigin(generation: number, mode: string, partition: string, fingerprint: string): Promise<void> {
@@ -222,5 +238,6 @@ export class MemoryControlStore implements ControlStore {
   lose(): void {
     this.hash.clear();
     this.acks.clear();
+    this.streams.clear();
   }
 }

@@ -3,13 +3,15 @@
  * the functions of mufold_control_v1.lua (which lists their arguments and
  * return codes; errors.ts maps the codes onto the port's errors), and the
  * pause acknowledgements `<prefix>:control:acks`. Every call names one key,
- * so it is atomic on one node and on a cluster alike.
+ * so it is atomic on one node and on a cluster alike; a seal with change
+ * entries also names the change stream, on one node only.
  */
 import type { Redis, Cluster } from "ioredis";
-import type { ControlState, ControlStore } from "../../fold/control-store.js";
-import { CONTROL_FIELDS, acksKey, controlKey } from "./keys.js";
+import type { ChangeEntries, ControlState, ControlStore } from "../../fold/control-store.js";
+import { CONTROL_FIELDS, acksKey, changesKey, controlKey } from "./keys.js";
+import { isCluster } from "./connect.js";
 import { CONTROL_FUNCTIONS } from "./functions.js";
-import { controlResult } from "./errors.js";
+import { classifyRedisError, controlResult } from "./errors.js";
 import { FunctionCaller, type FunctionCommand } from "./function-call.js";
 
 export class RedisControlStore implements ControlStore {
@@ -56,13 +58,34 @@ export class RedisControlStore implements ControlStore {
     return new Set(gens.map(Number));
   }
 
-  async seal(generation: number, mode: string, marks: ReadonlyMap<string, bigint>, firstOffsets: ReadonlyMap<string, bigint> = new Map()): Promise<void> {
+  async seal(generation: number, mode: string, marks: ReadonlyMap<string, bigint>, firstOffsets: ReadonlyMap<string, bigint> = new Map(), changes?: ChangeEntries): Promise<void> {
     const args: string[] = [String(generation), mode];
+    const entries = changes?.entries ?? [];
+    // One node: the entries go in the seal's call (one round trip, and appended only to a seal that holds). A
+    // cluster keeps the stream in another slot: appended first, then sealed (a refused seal's batch is applied and
+    // announced again: the feed is at least once).
+    const together = entries.length > 0 && !isCluster(this.redis);
+    if (entries.length > 0 && !together) await this.append(generation, changes!);
+    if (together) {
+      args.push(String(changes!.maxLen), String(entries.length));
+      for (const entry of entries) args.push(String(entry.length), ...entry);
+    }
     for (const [field, next] of marks) args.push(field, next.toString(), firstOffsets.get(field)?.toString() ?? "");
-    const [code, current] = (await this.call("FCALL", CONTROL_FUNCTIONS.seal, args)) as [number, number];
+    const [code, current] = (
+      together
+        ? await this.functions.call("FCALL", CONTROL_FUNCTIONS.sealChanges, [controlKey(this.prefix), changesKey(this.prefix, generation)], args)
+        : await this.call("FCALL", CONTROL_FUNCTIONS.seal, args)
+    ) as [number, number];
     // The Lua does not say which partition started past its mark: a one-partition seal's is known.
     const partition = marks.size === 1 ? [...marks.keys()][0] : undefined;
     controlResult(code, { generation, current, partition, from: partition === undefined ? undefined : firstOffsets.get(partition) });
+  }
+
+  /** XADD … MAXLEN ~ of each entry, in one pipeline. */
+  private async append(generation: number, changes: ChangeEntries): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    for (const fields of changes.entries) pipeline.xadd(changesKey(this.prefix, generation), "MAXLEN", "~", changes.maxLen, "*", ...fields);
+    for (const [err] of (await pipeline.exec()) ?? []) if (err) throw classifyRedisError(err);
   }
 
   async checkOrigin(generation: number, mode: string, partition: string, fingerprint: string): Promise<void> {

@@ -26,6 +26,7 @@ export const CONTROL_FUNCTIONS = {
   init: "mufold_init_v1",
   allocate: "mufold_allocate_v1",
   seal: "mufold_seal_v1",
+  sealChanges: "mufold_seal_changes_v1",
   origin: "mufold_origin_v1",
   pause: "mufold_pause_v1",
   unpause: "mufold_unpause_v1",

@@ -162,19 +162,6 @@ export class RedisIdentityStore implements IdentityStore {
     return removed;
   }
 
-  /** Append entries (field/value lists) to the generation's change feed, trimmed to about `maxLen` (XADD MAXLEN ~). */
-  async appendChanges(generation: number, maxLen: number, entries: readonly (readonly string[])[]): Promise<string[]> {
-    if (entries.length === 0) return [];
-    const key = changesKey(this.prefix, generation);
-    const pipeline = this.redis.pipeline();
-    for (const fields of entries) pipeline.xadd(key, "MAXLEN", "~", maxLen, "*", ...fields);
-    const replies = (await pipeline.exec()) ?? [];
-    return replies.map(([err, id]) => {
-      if (err) throw err;
-      return String(id);
-    });
-  }
-
   /** Delete a generation's change feed (with dropGeneration, after a promote or a verify-only replay). */
   async dropChanges(generation: number): Promise<number> {
     return this.redis.unlink(changesKey(this.prefix, generation));

@@ -3,7 +3,8 @@
 mufold Redis Function library: the control hash of one key prefix.
 
 Every function takes one key, KEYS[1] = <prefix>:control (a hash), so each
-call is atomic on a single node and on a Redis Cluster alike. Fields:
+call is atomic on a single node and on a Redis Cluster alike; mufold_seal_changes_v1
+also takes the change stream, and is called on a single node only. Fields:
   generation            the live generation
   last                  the highest generation number ever allocated
   rv:<N>                reducer_version of generation N
@@ -40,6 +41,12 @@ mufold_seal_v1                         ARGV[1] generation, ARGV[2] mode ('live' 
                                        ('<t>:<p>', next offset, the batch's first offset or '')
   Checks the generation (live: is the live one and no pause holds; build: token still held), that no
   batch starts past its mark, and raises the marks. Returns {code, current generation or -1}.
+mufold_seal_changes_v1                 KEYS[2] the generation's change stream <prefix>:g<N>:changes (one node only:
+                                       it is in another slot); ARGV[1] generation, ARGV[2] mode, ARGV[3] the stream's
+                                       MAXLEN (approximate), ARGV[4] the number of entries, then each entry as its
+                                       count of field and value strings followed by them, then the seal's triples
+  mufold_seal_v1's checks, then one XADD per entry, then the marks. Refused: nothing appended. An XADD that
+  fails raises an error before any mark moves. Returns as mufold_seal_v1.
 mufold_origin_v1                       ARGV[1] generation, ARGV[2] mode, ARGV[3] '<t>:<p>', ARGV[4] fingerprint
   Records the fingerprint of offset 0 (first writer wins) or checks it. Returns {code, current generation or -1}.
 mufold_pause_v1                        ARGV[1] epoch ('' for a new pause), ARGV[2] lease ms
@@ -158,22 +165,50 @@ local function offset_greater(a, b)
   return a > b
 end
 
-local function seal(keys, args)
-  local key, gs, mode = keys[1], args[1], args[2]
+-- Why a seal of the triples from args[from] on is refused ({code, current}), or nil: every check before any write.
+local function seal_refusal(key, gs, mode, args, from)
   if not holds(key, gs, mode) then return {-3, current(key)} end
   -- A live seal while a promote holds the fleet: the batch waits (it is applied again afterwards).
   if mode == 'live' and pause_holds(key) then return {-5, current(key)} end
-  local i = 3
-  while i <= #args do
-    local field = 'mark:' .. gs .. ':' .. args[i]
-    local old = redis.call('HGET', key, field)
+  if mode ~= 'live' then return nil end
+  for i = from, #args, 3 do
+    local old = redis.call('HGET', key, 'mark:' .. gs .. ':' .. args[i])
     -- A batch that starts past the stored mark: Kafka has committed records this state never saw
     -- (Redis came back from an older snapshot or a lagging replica).
-    if mode == 'live' and old and args[i + 2] ~= '' and offset_greater(args[i + 2], old) then return {-6, current(key)} end
+    if old and args[i + 2] ~= '' and offset_greater(args[i + 2], old) then return {-6, current(key)} end
+  end
+  return nil
+end
+
+-- Marks only go up.
+local function raise_marks(key, gs, args, from)
+  for i = from, #args, 3 do
+    local field = 'mark:' .. gs .. ':' .. args[i]
+    local old = redis.call('HGET', key, field)
     if not old or offset_greater(args[i + 1], old) then redis.call('HSET', key, field, args[i + 1]) end
-    i = i + 3
   end
   return {1, current(key)}
+end
+
+local function seal(keys, args)
+  return seal_refusal(keys[1], args[1], args[2], args, 3) or raise_marks(keys[1], args[1], args, 3)
+end
+
+-- The seal with the batch's change entries, appended after its checks and before its marks: an XADD that fails
+-- (the key holds another type) stops the call with no mark moved, so the batch is applied and announced again.
+local function seal_changes(keys, args)
+  local entries = tonumber(args[4])
+  local from = 5
+  for _ = 1, entries do from = from + 1 + tonumber(args[from]) end
+  local refused = seal_refusal(keys[1], args[1], args[2], args, from)
+  if refused then return refused end
+  local i = 5
+  for _ = 1, entries do
+    local n = tonumber(args[i])
+    redis.call('XADD', keys[2], 'MAXLEN', '~', args[3], '*', unpack(args, i + 1, i + n))
+    i = i + 1 + n
+  end
+  return raise_marks(keys[1], args[1], args, from)
 end
 
 local function origin(keys, args)
@@ -261,6 +296,7 @@ redis.register_function{function_name = 'mufold_state_v1', callback = state, fla
 redis.register_function{function_name = 'mufold_init_v1', callback = init}
 redis.register_function{function_name = 'mufold_allocate_v1', callback = allocate}
 redis.register_function{function_name = 'mufold_seal_v1', callback = seal}
+redis.register_function{function_name = 'mufold_seal_changes_v1', callback = seal_changes}
 redis.register_function{function_name = 'mufold_origin_v1', callback = origin}
 redis.register_function{function_name = 'mufold_pause_v1', callback = pause}
 redis.register_function{function_name = 'mufold_unpause_v1', callback = unpause}
