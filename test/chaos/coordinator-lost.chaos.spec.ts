@@ -73,8 +73,11 @@ describe("a broker that stops answering while a consumer joins", () => {
       });
       expect(frozen).toBe(true);
       // A join can first fail with a request timeout (a CI run saw one even with the connection open): kafkajs
-      // deems that retriable and starts the consumer again itself. The error this test is about is the final one.
-      await until("the join to fail on the frozen broker with KafkaJSGroupCoordinatorNotFound", () => crashes.some((c) => c.name === "KafkaJSGroupCoordinatorNotFound"), 60_000);
+      // deems that retriable and starts the consumer again itself, with its retries' backoff (a CI run right after
+      // the chaos suite's broker restart waited past 60 s). The error this test is about is the final one.
+      await until("the join to fail on the frozen broker with KafkaJSGroupCoordinatorNotFound", () => crashes.some((c) => c.name === "KafkaJSGroupCoordinatorNotFound"), 150_000).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}; the crashes seen: ${JSON.stringify(crashes)}`);
+      });
       expect(crashes.find((c) => c.name === "KafkaJSGroupCoordinatorNotFound")).toEqual({ name: "KafkaJSGroupCoordinatorNotFound", restarting: true });
       for (const crash of crashes) expect(crash.restarting, crash.name).toBe(true);
     } finally {
