@@ -18,10 +18,15 @@ function coordinator() {
 
 const at = (partition: number, offset: number): OffsetCommit => ({ topic: "t", partition, offset: String(offset) });
 
+/** A coalescer over its own coordinator. */
+function coalescing(onError: (error: unknown, topic: string, partition: number) => void = () => undefined) {
+  const c = coordinator();
+  return { c, coalescer: new CommitCoalescer(c.send, onError) };
+}
+
 describe("CommitCoalescer", () => {
   it("given no request in flight, when commits are asked for in one turn, then they go out together in one request", async () => {
-    const c = coordinator();
-    const coalescer = new CommitCoalescer(c.send, () => undefined);
+    const { c, coalescer } = coalescing();
     coalescer.commit(at(0, 10));
     coalescer.commit(at(1, 7));
     await c.settle();
@@ -29,8 +34,7 @@ describe("CommitCoalescer", () => {
   });
 
   it("given a request in flight, when partitions commit meanwhile, then the next request carries each one's latest offset, in one request", async () => {
-    const c = coordinator();
-    const coalescer = new CommitCoalescer(c.send, () => undefined);
+    const { c, coalescer } = coalescing();
     coalescer.commit(at(0, 10));
     await c.settle();
     coalescer.commit(at(0, 20));
@@ -47,8 +51,7 @@ describe("CommitCoalescer", () => {
   });
 
   it("given a partition asked to commit a lower offset after a higher one (a seek back), then the last one asked for is what goes out", async () => {
-    const c = coordinator();
-    const coalescer = new CommitCoalescer(c.send, () => undefined);
+    const { c, coalescer } = coalescing();
     coalescer.commit(at(0, 50));
     coalescer.commit(at(0, 40));
     await c.settle();
@@ -56,9 +59,8 @@ describe("CommitCoalescer", () => {
   });
 
   it("given a request that fails, then each of its partitions is reported, and later commits are still sent", async () => {
-    const c = coordinator();
     const failed: string[] = [];
-    const coalescer = new CommitCoalescer(c.send, (error, topic, partition) => failed.push(`${topic}:${partition} ${(error as Error).message}`));
+    const { c, coalescer } = coalescing((error, topic, partition) => failed.push(`${topic}:${partition} ${(error as Error).message}`));
     coalescer.commit(at(0, 10));
     coalescer.commit(at(3, 4));
     await c.settle();
@@ -71,8 +73,7 @@ describe("CommitCoalescer", () => {
   });
 
   it("given commits asked for while a request is in flight, when flushed, then flush returns only after the last of them was answered", async () => {
-    const c = coordinator();
-    const coalescer = new CommitCoalescer(c.send, () => undefined);
+    const { c, coalescer } = coalescing();
     coalescer.commit(at(0, 1));
     await c.settle();
     coalescer.commit(at(0, 2));

@@ -339,9 +339,9 @@ export class GroupConsumer {
       if ((this.seeks.get(`${topic}:${partition}`) ?? 0) !== seeksBefore) return;
       resolveOffset((next - 1n).toString());
       const floor = this.commitFloors.get(`${topic}:${partition}`);
-      const commit = [{ topic, partition, offset: (floor !== undefined && floor > next ? floor : next).toString() }];
-      if (this.options.commitInBackground) this.commits.commit(commit[0]!);
-      else await this.consumer.commitOffsets(commit);
+      const commit = { topic, partition, offset: (floor !== undefined && floor > next ? floor : next).toString() };
+      if (this.options.commitInBackground) this.commits.commit(commit);
+      else await this.consumer.commitOffsets([commit]);
     }
     if (standIn >= 0) {
       pause(); // this partition only: the fetches of the others go on

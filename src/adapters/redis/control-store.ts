@@ -60,22 +60,23 @@ export class RedisControlStore implements ControlStore {
 
   async seal(generation: number, mode: string, marks: ReadonlyMap<string, bigint>, firstOffsets: ReadonlyMap<string, bigint> = new Map(), changes?: ChangeEntries): Promise<void> {
     const args: string[] = [String(generation), mode];
-    const entries = changes?.entries ?? [];
-    // One node: the entries go in the seal's call (one round trip, and appended only to a seal that holds). A
-    // cluster keeps the stream in another slot: appended first, then sealed (a refused seal's batch is applied and
-    // announced again: the feed is at least once).
-    const together = entries.length > 0 && !isCluster(this.redis);
-    if (entries.length > 0 && !together) await this.append(generation, changes!);
-    if (together) {
-      args.push(String(changes!.maxLen), String(entries.length));
-      for (const entry of entries) args.push(String(entry.length), ...entry);
+    const keys = [controlKey(this.prefix)];
+    let fn: string = CONTROL_FUNCTIONS.seal;
+    if (changes !== undefined && changes.entries.length > 0) {
+      // One node: the entries go in the seal's call (one round trip, and appended only to a seal that holds). A
+      // cluster keeps the stream in another slot: appended first, then sealed (a refused seal's batch is applied and
+      // announced again: the feed is at least once).
+      if (isCluster(this.redis)) {
+        await this.append(generation, changes);
+      } else {
+        fn = CONTROL_FUNCTIONS.sealChanges;
+        keys.push(changesKey(this.prefix, generation));
+        args.push(String(changes.maxLen), String(changes.entries.length));
+        for (const entry of changes.entries) args.push(String(entry.length), ...entry);
+      }
     }
     for (const [field, next] of marks) args.push(field, next.toString(), firstOffsets.get(field)?.toString() ?? "");
-    const [code, current] = (
-      together
-        ? await this.functions.call("FCALL", CONTROL_FUNCTIONS.sealChanges, [controlKey(this.prefix), changesKey(this.prefix, generation)], args)
-        : await this.call("FCALL", CONTROL_FUNCTIONS.seal, args)
-    ) as [number, number];
+    const [code, current] = (await this.functions.call("FCALL", fn, keys, args)) as [number, number];
     // The Lua does not say which partition started past its mark: a one-partition seal's is known.
     const partition = marks.size === 1 ? [...marks.keys()][0] : undefined;
     controlResult(code, { generation, current, partition, from: partition === undefined ? undefined : firstOffsets.get(partition) });
@@ -83,8 +84,9 @@ export class RedisControlStore implements ControlStore {
 
   /** XADD … MAXLEN ~ of each entry, in one pipeline. */
   private async append(generation: number, changes: ChangeEntries): Promise<void> {
+    const key = changesKey(this.prefix, generation);
     const pipeline = this.redis.pipeline();
-    for (const fields of changes.entries) pipeline.xadd(changesKey(this.prefix, generation), "MAXLEN", "~", changes.maxLen, "*", ...fields);
+    for (const fields of changes.entries) pipeline.xadd(key, "MAXLEN", "~", changes.maxLen, "*", ...fields);
     for (const [err] of (await pipeline.exec()) ?? []) if (err) throw classifyRedisError(err);
   }
 
