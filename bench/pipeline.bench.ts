@@ -627,7 +627,8 @@ if (run("e2e")) {
   await dropPrefix(settings);
 }
 
-// 3: latency at a fixed offered load: send time -> the group has committed past the record (Redis has it).
+// 3: latency at a fixed offered load: send time -> the record is readable (the live generation's mark in Redis is past
+// it; bench/latency-run.ts).
 const LATENCY_PERCENTILES = [50, 75, 90, 95, 99, 99.9];
 const latencyPercentiles: Record<string, Record<string, number>> = {};
 result.latency_percentiles_ms_by_rate = latencyPercentiles;

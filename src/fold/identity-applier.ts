@@ -172,6 +172,11 @@ export class IdentityApplier {
     this.cacheBytes = 0;
   }
 
+  /** The identity's cached model has a stored version (then it is in the generation's index). */
+  private storedInCache(generation: number, identity: string): boolean {
+    return (this.cache.get(`${generation}:${identity}`)?.version ?? 0) > 0;
+  }
+
   /** Take a model out of the cache (its estimate as it was put in: a cached model does not change). */
   private take(key: string): IdentityModel | undefined {
     const model = this.cache.get(key);
@@ -297,8 +302,10 @@ export class IdentityApplier {
   /** Apply every identity of a batch, up to `inFlight` at once (Redis pipelines the calls). */
   async applyAll(generation: number, batches: readonly IdentityBatch[], guard?: PositionGuard): Promise<ApplyStats> {
     const stats = emptyApplyStats(batches.length);
-    // Index first (idempotent): a crash after an apply must not leave an identity unlisted.
-    await this.store.addToIndex(generation, batches.map((b) => b.identity));
+    // Index first (idempotent): a crash after an apply must not leave an identity unlisted. A cached model with a
+    // stored version is listed already (whoever wrote it indexed it first, and an index only grows): a batch of
+    // known identities then costs no round trip for it.
+    await this.store.addToIndex(generation, batches.filter((b) => !this.storedInCache(generation, b.identity)).map((b) => b.identity));
     await this.eachInSlots(batches, (b) => this.applyIdentity(generation, b, stats, guard));
     return stats;
   }

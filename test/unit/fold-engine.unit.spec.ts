@@ -246,6 +246,45 @@ describe("given a store whose apply fails", () => {
   });
 });
 
+describe("given an identity the worker has written", () => {
+  /** The memory store, counting the identities each addToIndex names. */
+  class Counting extends MemoryIdentityStore {
+    readonly indexed: string[][] = [];
+    override async addToIndex(generation: number, identities: readonly string[]): Promise<void> {
+      this.indexed.push([...identities]);
+      await super.addToIndex(generation, identities);
+    }
+  }
+
+  it("when its next batch is applied, then it is not indexed again, and a new identity still is", async () => {
+    const store = new Counting();
+    const applier = worker(store);
+    const one = oneIdentity(6, { seed: 3 });
+    const [first] = delivered(one, 0, 2);
+    await applier.applyAll(G, [first!]);
+    expect(store.indexed).toEqual([[first!.identity]]);
+    const [second] = delivered(one, 3, 5);
+    // Two agents: the second agent's scope is another identity.
+    const two = [...simulate({ agents: 2, observationsPerAgent: 2, snapshotEvery: 100_000, duplicateRate: 0, conflictRate: 0, seed: 4 })];
+    const stranger = delivered(two, 0, 3, 1).find((b) => b.identity !== first!.identity);
+    await applier.applyAll(G, [second!, stranger!]);
+    expect(store.indexed).toEqual([[first!.identity], [stranger!.identity]]);
+    expect((await store.listIdentities(G)).sort()).toEqual([first!.identity, stranger!.identity].sort());
+  });
+
+  it("when the cache has forgotten it, then its next batch indexes it again (idempotent)", async () => {
+    const store = new Counting();
+    const applier = worker(store);
+    const one = oneIdentity(4, { seed: 3 });
+    const [first] = delivered(one, 0, 1);
+    await applier.applyAll(G, [first!]);
+    applier.clear();
+    const [second] = delivered(one, 2, 3);
+    await applier.applyAll(G, [second!]);
+    expect(store.indexed).toEqual([[first!.identity], [first!.identity]]);
+  });
+});
+
 describe("given other writers that keep moving an identity's version", () => {
   /** The memory store, answering the first `stale` applies with a stale version (another writer got there first). */
   class Contended extends MemoryIdentityStore {
