@@ -187,8 +187,9 @@ export class IdentityApplier {
     return model;
   }
 
-  private async load(generation: number, batch: IdentityBatch): Promise<IdentityModel> {
-    if (this.fresh && !this.written.has(`${generation}:${batch.identity}`)) return new IdentityModel(batch.identity, batch.context);
+  /** `unlisted`: the index had not listed the identity (addToIndex), so nothing is stored for it. */
+  private async load(generation: number, batch: IdentityBatch, unlisted: boolean): Promise<IdentityModel> {
+    if (unlisted || (this.fresh && !this.written.has(`${generation}:${batch.identity}`))) return new IdentityModel(batch.identity, batch.context);
     const stored = await this.store.load(generation, batch.identity);
     return IdentityModel.fromStored(batch.identity, batch.context, stored.meta, stored.records, stored.history);
   }
@@ -210,10 +211,10 @@ export class IdentityApplier {
    * partitions at once may share identities): the second finds the first's
    * model in the cache instead of racing it to a stale version.
    */
-  async applyIdentity(generation: number, batch: IdentityBatch, stats: ApplyStats, guard?: PositionGuard): Promise<void> {
+  async applyIdentity(generation: number, batch: IdentityBatch, stats: ApplyStats, guard?: PositionGuard, unlisted = false): Promise<void> {
     const key = `${generation}:${batch.identity}`;
     const before = this.turns.get(key);
-    const mine = (before ?? Promise.resolve()).then(() => this.applyOnce(key, generation, batch, stats, guard));
+    const mine = (before ?? Promise.resolve()).then(() => this.applyOnce(key, generation, batch, stats, guard, unlisted));
     const settled = mine.then(
       () => undefined,
       () => undefined,
@@ -226,10 +227,10 @@ export class IdentityApplier {
     }
   }
 
-  private async applyOnce(key: string, generation: number, batch: IdentityBatch, stats: ApplyStats, guard: PositionGuard | undefined): Promise<void> {
+  private async applyOnce(key: string, generation: number, batch: IdentityBatch, stats: ApplyStats, guard: PositionGuard | undefined, unlisted: boolean): Promise<void> {
     let model = this.take(key); // a model is trusted again only after its writes land
     for (let attempt = 1; ; attempt++) {
-      model ??= await this.load(generation, batch);
+      model ??= await this.load(generation, batch, unlisted && attempt === 1);
       const stored = model.version;
       const wasNew = stored === 0;
       const plan = model.plan(batch.deliveries, { feed: this.feed });
@@ -304,9 +305,9 @@ export class IdentityApplier {
     const stats = emptyApplyStats(batches.length);
     // Index first (idempotent): a crash after an apply must not leave an identity unlisted. A cached model with a
     // stored version is listed already (whoever wrote it indexed it first, and an index only grows): a batch of
-    // known identities then costs no round trip for it.
-    await this.store.addToIndex(generation, batches.filter((b) => !this.storedInCache(generation, b.identity)).map((b) => b.identity));
-    await this.eachInSlots(batches, (b) => this.applyIdentity(generation, b, stats, guard));
+    // known identities then costs no round trip for it. One the index had not listed has nothing stored: no load.
+    const unlisted = await this.store.addToIndex(generation, batches.filter((b) => !this.storedInCache(generation, b.identity)).map((b) => b.identity));
+    await this.eachInSlots(batches, (b) => this.applyIdentity(generation, b, stats, guard, unlisted.has(b.identity)));
     return stats;
   }
 

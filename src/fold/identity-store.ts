@@ -97,8 +97,13 @@ export interface IdentityStore {
    */
   apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: readonly PartOp[], guard?: PositionGuard): Promise<number>;
 
-  /** List identities in the generation's index (idempotent). */
-  addToIndex(generation: number, identities: readonly string[]): Promise<void>;
+  /**
+   * List identities in the generation's index (idempotent). Returns those it listed for the first time. Every
+   * write to an identity is preceded by listing it and an index only grows, so those have nothing stored: the
+   * fold creates them without a load (the version check of their first write still catches a store that
+   * disagrees).
+   */
+  addToIndex(generation: number, identities: readonly string[]): Promise<ReadonlySet<string>>;
 
   /** The packet bytes assembled from the parts (or the stored rejected packet); null without a skeleton. */
   read(generation: number, identity: string): Promise<string | null>;

@@ -206,10 +206,16 @@ export class MemoryIdentityStore implements IdentityStore {
     return { ...(await this.load(generation, identity)), index: lrange(keys, "x") };
   }
 
-  async addToIndex(generation: number, identities: readonly string[]): Promise<void> {
+  async addToIndex(generation: number, identities: readonly string[]): Promise<ReadonlySet<string>> {
     let index = this.indexes.get(generation);
     if (index === undefined) this.indexes.set(generation, (index = new Set()));
-    for (const identity of identities) index.add(stored(identity));
+    const added = new Set<string>();
+    for (const identity of identities) {
+      const key = stored(identity);
+      if (!index.has(key)) added.add(identity);
+      index.add(key);
+    }
+    return added;
   }
 
   async read(generation: number, identity: string): Promise<string | null> {

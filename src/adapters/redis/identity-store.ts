@@ -119,11 +119,17 @@ export class RedisIdentityStore implements IdentityStore {
     return this.redis.hgetall(this.keys(generation, identity)[partIndex("m")]!);
   }
 
-  async addToIndex(generation: number, identities: readonly string[]): Promise<void> {
-    if (identities.length === 0) return;
-    // A replay's build indexes each group of a chunk as its turn comes: dozens of SADDs in one turn.
-    this.coalescer?.beforeCommand();
-    await this.redis.sadd(indexKey(this.prefix, generation), ...identities);
+  async addToIndex(generation: number, identities: readonly string[]): Promise<ReadonlySet<string>> {
+    const key = indexKey(this.prefix, generation);
+    // One SADD per identity, sent together, says which were added (a SADD of many only counts them). A replay's
+    // build indexes each group of a chunk as its turn comes: dozens of SADDs in one turn.
+    const added = await Promise.all(
+      identities.map((identity) => {
+        this.coalescer?.beforeCommand();
+        return this.redis.sadd(key, identity);
+      }),
+    );
+    return new Set(identities.filter((_, i) => added[i] === 1));
   }
 
   async listIdentities(generation: number): Promise<string[]> {
