@@ -2,8 +2,9 @@
  * One latency measurement of the pipeline bench (bench/pipeline.bench.ts, step 3): a topic of its own, two spawned
  * fold workers (cold: fresh processes, the engine's warm-up only), one producer sending `rate` records a second in
  * ticks of 20 ms to explicit partitions (so every record's offset is known from the send), and a poll every 5 ms of
- * the live generation's marks in Redis. A mark moves in the same atomic seal that writes its batch's packets, so a
- * record is readable once its partition's mark is past it: its latency is its send to the first poll that finds that.
+ * the live generation's marks in Redis. A batch's packets are written before its seal moves the mark past it, so a
+ * record is readable by the first poll that finds its partition's mark past it: its latency is its send to that poll
+ * (an upper bound: a reader can get the packet a little earlier).
  * (Until 2026-12 the poll read the group's committed offsets, which follow the seal: in one run each, the p99 of the
  * two differed by 4-6 ms. That poll was an OffsetFetch to the broker every 5 ms, on the machine being measured.)
  * The ticks (their records and partitions) are made before the clock starts: the load generator shares the machine.

@@ -60,6 +60,12 @@ export interface ApplierOptions {
    */
   inFlight?: number;
   /**
+   * List every identity of a batch in the index again, cached ones too (default off): where the index and the
+   * identities live on different nodes (a Redis Cluster), a failover of the index's node can lose a listing its
+   * identity's node kept, and only listing again repairs it. On one node a listed identity stays listed.
+   */
+  relistCached?: boolean;
+  /**
    * Attempts of one identity's version-checked write before the stale version is thrown (the batch is then
    * retried): the casMaxAttempts setting, passed in by the fold and the replay (default DEFAULT_CAS_ATTEMPTS).
    */
@@ -112,6 +118,7 @@ export class IdentityApplier {
   private readonly fresh: boolean;
   private readonly inFlight: number;
   private readonly casAttempts: number;
+  private readonly relistCached: boolean;
   private active = 0;
   /** Callers waiting for a slot, oldest first from `waitingHead` (an index, not shift(): a batch can queue thousands). */
   private waiting: (() => void)[] = [];
@@ -131,6 +138,7 @@ export class IdentityApplier {
     this.fresh = options.fresh ?? false;
     this.inFlight = options.inFlight ?? 256;
     this.casAttempts = options.casAttempts ?? DEFAULT_CAS_ATTEMPTS;
+    this.relistCached = options.relistCached ?? false;
   }
 
   /** Run `f` once fewer than `inFlight` identities are being applied. */
@@ -172,9 +180,9 @@ export class IdentityApplier {
     this.cacheBytes = 0;
   }
 
-  /** The identity's cached model has a stored version (then it is in the generation's index). */
-  private storedInCache(generation: number, identity: string): boolean {
-    return (this.cache.get(`${generation}:${identity}`)?.version ?? 0) > 0;
+  /** The identity's cached model has a stored version (then it is in the generation's index), and that is trusted. */
+  private listedInCache(generation: number, identity: string): boolean {
+    return !this.relistCached && (this.cache.get(`${generation}:${identity}`)?.version ?? 0) > 0;
   }
 
   /** Take a model out of the cache (its estimate as it was put in: a cached model does not change). */
@@ -214,7 +222,8 @@ export class IdentityApplier {
   async applyIdentity(generation: number, batch: IdentityBatch, stats: ApplyStats, guard?: PositionGuard, unlisted = false): Promise<void> {
     const key = `${generation}:${batch.identity}`;
     const before = this.turns.get(key);
-    const mine = (before ?? Promise.resolve()).then(() => this.applyOnce(key, generation, batch, stats, guard, unlisted));
+    // Behind another turn (a batch of another partition), the identity may be written by the time this one runs.
+    const mine = (before ?? Promise.resolve()).then(() => this.applyOnce(key, generation, batch, stats, guard, unlisted && before === undefined));
     const settled = mine.then(
       () => undefined,
       () => undefined,
@@ -306,7 +315,7 @@ export class IdentityApplier {
     // Index first (idempotent): a crash after an apply must not leave an identity unlisted. A cached model with a
     // stored version is listed already (whoever wrote it indexed it first, and an index only grows): a batch of
     // known identities then costs no round trip for it. One the index had not listed has nothing stored: no load.
-    const unlisted = await this.store.addToIndex(generation, batches.filter((b) => !this.storedInCache(generation, b.identity)).map((b) => b.identity));
+    const unlisted = await this.store.addToIndex(generation, batches.filter((b) => !this.listedInCache(generation, b.identity)).map((b) => b.identity));
     await this.eachInSlots(batches, (b) => this.applyIdentity(generation, b, stats, guard, unlisted.has(b.identity)));
     return stats;
   }

@@ -289,6 +289,18 @@ describe("given an identity the worker has written", () => {
     expect(store.indexed).toEqual([[first!.identity], [first!.identity]]);
   });
 
+  it("when the index and the identities may part (relistCached, a Redis Cluster), then a cached identity is listed again", async () => {
+    const store = new Counting();
+    const applier = new IdentityApplier(store, 100, { relistCached: true });
+    const one = oneIdentity(4, { seed: 3 });
+    const [first] = delivered(one, 0, 1);
+    await applier.applyAll(G, [first!]);
+    const [second] = delivered(one, 2, 3);
+    await applier.applyAll(G, [second!]);
+    expect(store.indexed).toEqual([[first!.identity], [first!.identity]]);
+    expect(store.loads).toEqual([]); // cached: listing again does not load it
+  });
+
   it("when an identity is new to the index, then it is not loaded; one listed before is", async () => {
     const store = new Counting();
     const one = oneIdentity(4, { seed: 3 });
@@ -298,6 +310,46 @@ describe("given an identity the worker has written", () => {
     const [second] = delivered(one, 2, 3);
     await worker(store).applyAll(G, [second!]); // another worker: its cache is empty
     expect(store.loads).toEqual([first!.identity]);
+    await expectPacketOf(store, observations(one, 0, 3));
+  });
+});
+
+describe("given two batches of one new identity (two partitions) whose turns come in the other order", () => {
+  it("when the one the index called new waits behind the other's turn, then it loads what that one wrote (no stale write)", async () => {
+    let releaseIndex!: () => void;
+    let releaseApply!: () => void;
+    let applyEntered!: () => void;
+    const indexGate = new Promise<void>((r) => (releaseIndex = r));
+    const applyGate = new Promise<void>((r) => (releaseApply = r));
+    const entered = new Promise<void>((r) => (applyEntered = r));
+    class Gated extends MemoryIdentityStore {
+      private indexCalls = 0;
+      private applies = 0;
+      override async addToIndex(generation: number, identities: readonly string[]): Promise<ReadonlySet<string>> {
+        const added = await super.addToIndex(generation, identities);
+        if (this.indexCalls++ === 0) await indexGate; // the first batch's answer ("new") comes back last
+        return added;
+      }
+      override async apply(...args: Parameters<MemoryIdentityStore["apply"]>): Promise<number> {
+        if (this.applies++ === 0) {
+          applyEntered();
+          await applyGate;
+        }
+        return super.apply(...args);
+      }
+    }
+    const store = new Gated();
+    // A bound no model fits: the first turn's model is not cached for the second.
+    const applier = new IdentityApplier(store, 100, { cacheMaxBytes: 1 });
+    const one = oneIdentity(4, { seed: 3 });
+    const first = applier.applyAll(G, delivered(one, 0, 1, 0));
+    const second = applier.applyAll(G, delivered(one, 2, 3, 1));
+    await entered; // the second batch's turn is writing
+    releaseIndex(); // the first batch learns the identity was new, and queues behind that turn
+    await new Promise((r) => setImmediate(r));
+    releaseApply();
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.casRetries + b.casRetries).toBe(0);
     await expectPacketOf(store, observations(one, 0, 3));
   });
 });

@@ -121,15 +121,21 @@ export class RedisIdentityStore implements IdentityStore {
 
   async addToIndex(generation: number, identities: readonly string[]): Promise<ReadonlySet<string>> {
     const key = indexKey(this.prefix, generation);
-    // One SADD per identity, sent together, says which were added (a SADD of many only counts them). A replay's
-    // build indexes each group of a chunk as its turn comes: dozens of SADDs in one turn.
-    const added = await Promise.all(
-      identities.map((identity) => {
-        this.coalescer?.beforeCommand();
-        return this.redis.sadd(key, identity);
-      }),
-    );
-    return new Set(identities.filter((_, i) => added[i] === 1));
+    if (identities.length === 0) return new Set();
+    // A replay's build indexes each group of a chunk as its turn comes: dozens of SADDs in one turn.
+    this.coalescer?.beforeCommand();
+    if (identities.length === 1) return (await this.redis.sadd(key, identities[0]!)) === 1 ? new Set(identities) : new Set();
+    // One SADD per identity says which were added (a SADD of many only counts them): a pipeline, one write, one
+    // slot on a cluster (they all name the index).
+    const pipeline = this.redis.pipeline();
+    for (const identity of identities) pipeline.sadd(key, identity);
+    const replies = (await pipeline.exec()) ?? [];
+    const added = new Set<string>();
+    replies.forEach(([error, reply], i) => {
+      if (error) throw error;
+      if (reply === 1) added.add(identities[i]!);
+    });
+    return added;
   }
 
   async listIdentities(generation: number): Promise<string[]> {
