@@ -41,6 +41,9 @@ interface Sent {
   at: number;
 }
 
+/** How long the poll waits, once the last tick is sent, for the workers to fold every record. */
+const FOLD_DEADLINE_MS = 120_000;
+
 /** Nearest-rank percentile of sorted values. */
 export function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -92,7 +95,13 @@ export async function measureLatency(rate: number, seconds: number): Promise<Lat
     const bySecond: number[][] = Array.from({ length: seconds + 1 }, () => []);
     let next = 0; // ticks before it are done
     const done = new Set<Sent>();
+    let deadline = Number.POSITIVE_INFINITY;
     while (producing || next < sent.length) {
+      if (!producing && deadline === Number.POSITIVE_INFINITY) deadline = Date.now() + FOLD_DEADLINE_MS;
+      if (Date.now() > deadline) {
+        const behind = [...new Set(sent.slice(next).filter((s) => !done.has(s)).map((s) => s.partition))].sort((a, b) => a - b);
+        throw new Error(`the workers did not fold every record within ${FOLD_DEADLINE_MS / 1000} s of the last send: partitions ${behind.join(", ")} behind`);
+      }
       const at = await marks();
       const now = Date.now();
       for (let i = next; i < sent.length; i++) {
@@ -113,24 +122,31 @@ export async function measureLatency(rate: number, seconds: number): Promise<Lat
       bySecond: byTick.map((l) => ({ p50: l[l.length >> 1]!, max: l.at(-1)! })),
     };
   })();
-  start = Date.now();
-  for (let t = 0; t < ticks.length; t++) {
-    const tick = ticks[t]!;
-    const at = Date.now();
-    const meta = await producer.sendWithOffsets(settings.topic, tick.messages);
-    for (const m of meta) {
-      const count = tick.counts.get(m.partition)!;
-      sent.push({ partition: m.partition, last: m.baseOffset + BigInt(count - 1), count, at });
+  let failed = false;
+  polling.catch(() => (failed = true)); // awaited below; this only stops the sending early
+  try {
+    try {
+      start = Date.now();
+      for (let t = 0; t < ticks.length && !failed; t++) {
+        const tick = ticks[t]!;
+        const at = Date.now();
+        const meta = await producer.sendWithOffsets(settings.topic, tick.messages);
+        for (const m of meta) {
+          const count = tick.counts.get(m.partition)!;
+          sent.push({ partition: m.partition, last: m.baseOffset + BigInt(count - 1), count, at });
+        }
+        const wait = start + (((t + 1) * perTick) / rate) * 1000 - Date.now();
+        if (wait > 0) await sleep(wait);
+      }
+    } finally {
+      producing = false;
     }
-    const wait = start + (((t + 1) * perTick) / rate) * 1000 - Date.now();
-    if (wait > 0) await sleep(wait);
+    return await polling;
+  } finally {
+    redis.disconnect();
+    await producer.disconnect();
+    await admin.disconnect();
+    for (const w of workers) await stopWorker(w);
+    await dropPrefix(settings);
   }
-  producing = false;
-  const measured = await polling;
-  redis.disconnect();
-  await producer.disconnect();
-  await admin.disconnect();
-  for (const w of workers) await stopWorker(w);
-  await dropPrefix(settings);
-  return measured;
 }
