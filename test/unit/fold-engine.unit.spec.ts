@@ -277,27 +277,27 @@ describe("given an identity the worker has written", () => {
     expect((await store.listIdentities(G)).sort()).toEqual([first!.identity, stranger!.identity].sort());
   });
 
-  it("when the cache has forgotten it, then its next batch indexes it again (idempotent)", async () => {
-    const store = new Counting();
-    const applier = worker(store);
+  /** One identity's deliveries 0-1, then 2-3, applied by `applier` (`between` runs in between); returns the identity. */
+  async function twoBatches(applier: IdentityApplier, between: () => void = () => undefined): Promise<string> {
     const one = oneIdentity(4, { seed: 3 });
     const [first] = delivered(one, 0, 1);
     await applier.applyAll(G, [first!]);
-    applier.clear();
-    const [second] = delivered(one, 2, 3);
-    await applier.applyAll(G, [second!]);
-    expect(store.indexed).toEqual([[first!.identity], [first!.identity]]);
+    between();
+    await applier.applyAll(G, delivered(one, 2, 3));
+    return first!.identity;
+  }
+
+  it("when the cache has forgotten it, then its next batch indexes it again (idempotent)", async () => {
+    const store = new Counting();
+    const applier = worker(store);
+    const id = await twoBatches(applier, () => applier.clear());
+    expect(store.indexed).toEqual([[id], [id]]);
   });
 
   it("when the index and the identities may part (relistCached, a Redis Cluster), then a cached identity is listed again", async () => {
     const store = new Counting();
-    const applier = new IdentityApplier(store, 100, { relistCached: true });
-    const one = oneIdentity(4, { seed: 3 });
-    const [first] = delivered(one, 0, 1);
-    await applier.applyAll(G, [first!]);
-    const [second] = delivered(one, 2, 3);
-    await applier.applyAll(G, [second!]);
-    expect(store.indexed).toEqual([[first!.identity], [first!.identity]]);
+    const id = await twoBatches(new IdentityApplier(store, 100, { relistCached: true }));
+    expect(store.indexed).toEqual([[id], [id]]);
     expect(store.loads).toEqual([]); // cached: listing again does not load it
   });
 

@@ -120,11 +120,10 @@ export class RedisIdentityStore implements IdentityStore {
   }
 
   async addToIndex(generation: number, identities: readonly string[]): Promise<ReadonlySet<string>> {
-    const key = indexKey(this.prefix, generation);
     if (identities.length === 0) return new Set();
+    const key = indexKey(this.prefix, generation);
     // A replay's build indexes each group of a chunk as its turn comes: dozens of SADDs in one turn.
     this.coalescer?.beforeCommand();
-    if (identities.length === 1) return (await this.redis.sadd(key, identities[0]!)) === 1 ? new Set(identities) : new Set();
     // One SADD per identity says which were added (a SADD of many only counts them): a pipeline, one write, one
     // slot on a cluster (they all name the index).
     const pipeline = this.redis.pipeline();
