@@ -71,11 +71,42 @@ function ownThreads(): { main: number; all: number } | null {
   }
 }
 
+/**
+ * CPU seconds of this process's live threads by name (/proc/self/task/<tid>/comm), or null off Linux. Node 24 names
+ * V8's platform workers `V8Worker`; Node 22 and 24 name libuv's pool threads `libuv-worker`; Node 20 names every
+ * thread `node`.
+ */
+function threadsByName(): Map<string, number> | null {
+  try {
+    const out = new Map<string, number>();
+    for (const tid of readdirSync("/proc/self/task")) {
+      try {
+        const name = readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim();
+        out.set(name, (out.get(name) ?? 0) + statSeconds(`/proc/self/task/${tid}/stat`));
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+    return out;
+  } catch {
+    return null;
+  }
+}
+
+/** V8's platform workers (the collector's parallel and concurrent work, the optimizing compilers). */
+const V8_PLATFORM_THREAD = "V8Worker";
+/** libuv's pool (zstd's decompression, file system calls). */
+const LIBUV_POOL_THREAD = "libuv-worker";
+
 export interface ThreadSplit {
   /** µs per record on the main thread. */
   mainUs: number;
   /** µs per record on every other thread of the process. */
   otherUs: number;
+  /** Of `otherUs`, µs per record on V8's platform workers; null where the runtime does not name them (Node 20, 22). */
+  v8PlatformUs: number | null;
+  /** Of `otherUs`, µs per record on libuv's pool threads; null where the runtime does not name them (Node 20). */
+  libuvPoolUs: number | null;
   /** µs per record of main-thread garbage-collection pauses (scavenges and the pauses of full collections). */
   gcPauseUs: number;
 }
@@ -83,6 +114,7 @@ export interface ThreadSplit {
 /** Start measuring this process; `stop(records)` gives the split per record (null off Linux). */
 export function startThreadSplit(): { stop(records: number): ThreadSplit | null } {
   const before = ownThreads();
+  const namedBefore = threadsByName();
   let gcMs = 0;
   const observer = new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) gcMs += entry.duration;
@@ -92,10 +124,22 @@ export function startThreadSplit(): { stop(records: number): ThreadSplit | null 
     stop(records: number): ThreadSplit | null {
       observer.disconnect();
       const after = ownThreads();
+      const namedAfter = threadsByName();
       if (before === null || after === null) return null;
       const main = after.main - before.main;
       const all = after.all - before.all;
-      return { mainUs: (main * 1e6) / records, otherUs: ((all - main) * 1e6) / records, gcPauseUs: (gcMs * 1e3) / records };
+      // A named thread's time over the stretch; null when no thread has that name (the runtime does not name it).
+      const named = (name: string): number | null => {
+        const end = namedAfter?.get(name);
+        return end === undefined ? null : ((end - (namedBefore?.get(name) ?? 0)) * 1e6) / records;
+      };
+      return {
+        mainUs: (main * 1e6) / records,
+        otherUs: ((all - main) * 1e6) / records,
+        v8PlatformUs: named(V8_PLATFORM_THREAD),
+        libuvPoolUs: named(LIBUV_POOL_THREAD),
+        gcPauseUs: (gcMs * 1e3) / records,
+      };
     },
   };
 }

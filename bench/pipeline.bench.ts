@@ -92,6 +92,7 @@ import { measurePlans } from "./plan.bench.js";
 import { writeBenchmarkCharts } from "./render-charts.js";
 import { childProcessesCpuSeconds, processCpuSeconds, startMachineCpu, startThreadSplit, type ThreadSplit } from "./cpu-split.js";
 import { startHeapTraffic, type HeapTraffic } from "./heap-traffic.js";
+import { v8PagesResidentBytes } from "./v8-pages.js";
 import { infoNumber, redisCpuSeconds, redisInfo } from "./redis-info.js";
 import { servicePid } from "../test/support/services/pidfiles.js";
 import { freePort } from "../test/support/free-port.js";
@@ -487,6 +488,8 @@ if (run("fold")) {
   out("Redis memory per identity", Math.round((memAfter - memBefore) / identities), `bytes (${identities} identities)`);
   out("worker CPU per record (in-process fold, user + system)", Math.round(cpuUs / RECORDS), "µs");
   out("  of which its main thread / its other threads (V8's collector and compiler, libuv) / main-thread GC pauses", threadCells(split), "µs");
+  const named = (us: number | null | undefined) => (us === null || us === undefined ? "not named" : us.toFixed(1));
+  out("  its other threads by name: V8's platform workers (collector, compiler) / libuv's pool (zstd)", `${named(split?.v8PlatformUs)} / ${named(split?.libuvPoolUs)}`, "µs");
   out("  young generation per record: allocated / survived scavenges / of which promoted (heap-traffic.ts)", `${traffic.allocatedBytes} / ${traffic.survivedBytes} / ${traffic.promotedBytes}`, `bytes (${traffic.scavenges} scavenges, ${traffic.scavengePauseUs} µs of pauses per record; ${traffic.fullCollections} full collections)`);
   out("worker CPU per record, warm (a second topic of the same shape, folded after the steps above)", Math.round(warm.cpuUs / RECORDS), `µs (${Math.round(RECORDS / warm.seconds)} records/s)`);
   out("  of which its main thread / its other threads / main-thread GC pauses", threadCells(warm.split), "µs");
@@ -517,6 +520,8 @@ if (run("fold")) {
     worker_cpu_cores_during_fold: round(cpuUs / 1e6 / fold),
     worker_main_thread_us_per_record: split === null ? null : round(split.mainUs, 1),
     worker_other_threads_us_per_record: split === null ? null : round(split.otherUs, 1),
+    worker_v8_platform_threads_us_per_record: split?.v8PlatformUs == null ? null : round(split.v8PlatformUs, 1),
+    worker_libuv_pool_threads_us_per_record: split?.libuvPoolUs == null ? null : round(split.libuvPoolUs, 1),
     worker_gc_pause_us_per_record: split === null ? null : round(split.gcPauseUs, 1),
     worker_young_allocated_bytes_per_record: traffic.allocatedBytes,
     worker_scavenge_survived_bytes_per_record: traffic.survivedBytes,
@@ -739,7 +744,7 @@ async function memoryPoint(
   let rss: number | null = null;
   let heap: HeapSplit | null = null;
   if (outcome === "caught up") {
-    heap = await heapSplit(port);
+    heap = await heapSplit(port, child.pid!);
     rss = rssOf(child.pid!);
     peak = Math.max(peak, rss);
     await stopWorker(child);
@@ -754,9 +759,11 @@ interface HeapSplit {
   heapUsed: number;
   external: number;
   cacheEstimate: number;
+  /** Resident in V8's pages (v8-pages.ts: those its spaces count and those it keeps pooled); null off Linux. */
+  v8PagesResident: number | null;
 }
 
-async function heapSplit(port: number): Promise<HeapSplit | null> {
+async function heapSplit(port: number, pid: number): Promise<HeapSplit | null> {
   try {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const metric = (name: string): number => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
@@ -765,6 +772,7 @@ async function heapSplit(port: number): Promise<HeapSplit | null> {
       heapUsed: mib(metric("nodejs_heap_size_used_bytes")),
       external: mib(metric("nodejs_external_memory_bytes")),
       cacheEstimate: mib(metric("mufold_identity_cache_bytes")),
+      v8PagesResident: ((bytes) => (bytes === null ? null : mib(bytes)))(v8PagesResidentBytes(pid)),
     };
   } catch {
     return null;
@@ -781,7 +789,11 @@ for (const n of run("memory") ? String(values["memory-identities"]).split(",").m
     out(`worker RSS after folding ${n} identities (cache ${values["cache-size"]})`, `worker ${p.outcome} before catching up; peak ${mib(p.peak)}`, "MiB");
   }
   if (p.heap !== null) {
-    out(`worker heap after folding ${n} identities: total; used; external; the cache's estimate`, `${p.heap.heapTotal}; ${p.heap.heapUsed}; ${p.heap.external}; ${p.heap.cacheEstimate}`, "MiB");
+    out(
+      `worker heap after folding ${n} identities: total; used; external; the cache's estimate; resident in V8's pages`,
+      `${p.heap.heapTotal}; ${p.heap.heapUsed}; ${p.heap.external}; ${p.heap.cacheEstimate}; ${p.heap.v8PagesResident ?? "not measured"}`,
+      "MiB",
+    );
   }
   heapByIdentities[String(n)] = p.heap;
   rssByIdentities[String(n)] = p.rss === null ? null : mib(p.rss);
