@@ -118,9 +118,12 @@ function sortedUnique(xs: string[]): string[] {
   return out;
 }
 
-/** An opaque ref, captured; the same ref quoted in a list, not captured; a list of them; a canonical memory digest. */
-const REF = String.raw`([A-Za-z0-9][A-Za-z0-9_.:-]{0,199})`;
-const QREF = String.raw`"[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}"`;
+/**
+ * An opaque ref, captured; the same ref quoted in a list, not captured; a list of them; a canonical memory digest.
+ * A ref's length is checked after the match (refFits, refsOf): bounded as `{0,199}`, the regex took ~40% longer.
+ */
+const REF = String.raw`([A-Za-z0-9][A-Za-z0-9_.:-]*)`;
+const QREF = String.raw`"[A-Za-z0-9][A-Za-z0-9_.:-]*"`;
 const QREFS = String.raw`((?:${QREF}(?:,${QREF})*)?)`;
 const QDIGEST = String.raw`"(?:[0-9a-f]{16}|sha256:[0-9a-f]{64})"`;
 
@@ -160,10 +163,16 @@ function refsOf(body: string, maximum: number): string[] | null {
   const refs = new Array<string>(n);
   for (let k = 0, from = 1; k < n; k++) {
     const close = body.indexOf('"', from);
+    if (close - from > MAX_REF_LENGTH) return null;
     refs[k] = body.slice(from, close);
     from = close + 3; // past `","`
   }
   return ascending(refs) ? refs : null;
+}
+
+/** A captured ref is within the contract's length (the id has its own, exact, check). */
+function refFits(ref: string): boolean {
+  return ref.length <= MAX_REF_LENGTH;
 }
 
 /** Canonical text is ASCII: its pieces hash without being concatenated. */
@@ -179,6 +188,8 @@ function readCanonical(text: string, start: number): ReadObservation | null {
   const m = CANONICAL.exec(text);
   if (m === null) return null;
   const [, a, receipt, levelText, lexeme, createdAt, x, b, evaluationVersion, evaluatorRef, basisText, evidenceBody, c, digestBody, id, d, outcome, policy, reasonBody, e, retrieval, agent, corpus, project, surface, labelText] = m as unknown as string[];
+  if (!refFits(receipt!) || !refFits(evaluationVersion!) || !refFits(evaluatorRef!) || !refFits(outcome!) || !refFits(policy!) || !refFits(retrieval!)) return null;
+  if (!refFits(agent!) || !refFits(corpus!) || !refFits(project!) || !refFits(surface!)) return null;
   const label = labelConstant(labelText!);
   const level = levelConstant(levelText!);
   const basis = BASIS_BY_INITIAL[basisText![0]!]!;

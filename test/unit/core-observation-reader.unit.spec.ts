@@ -109,9 +109,30 @@ function spaced(text: string): string {
 
 /** A canonical text whose outcome ref is `length` characters long, with the id of its content (past 200 the validator refuses it). */
 function longRefText(length: number): string {
-  const long = { ...base, outcome_ref: "o".padEnd(length, "x") };
+  return withRef(length, (ref) => ({ outcome_ref: ref }));
+}
+
+/** A canonical text with one ref `length` characters long where `place` puts it, with the id of its content. */
+function withRef(length: number, place: (ref: string) => Partial<typeof base>): string {
+  const long = { ...base, ...place("r".padEnd(length, "x")) };
   return canonicalJson(observationToPy({ ...long, observation_id: observationIdOf(long) }));
 }
+
+/** Every place an opaque ref goes (the id aside: its length is fixed), each field's own. */
+const REF_PLACES: [string, (ref: string) => Partial<typeof base>][] = [
+  ["application_receipt_id", (ref) => ({ application_receipt_id: ref })],
+  ["evaluation_version", (ref) => ({ evaluation_version: ref })],
+  ["evaluator_ref", (ref) => ({ evaluator_ref: ref })],
+  ["outcome_ref", (ref) => ({ outcome_ref: ref })],
+  ["policy_snapshot_ref", (ref) => ({ policy_snapshot_ref: ref })],
+  ["retrieval_snapshot_ref", (ref) => ({ retrieval_snapshot_ref: ref })],
+  ["scope.agent_id", (ref) => ({ scope: { ...base.scope, agent_id: ref } })],
+  ["scope.corpus_id", (ref) => ({ scope: { ...base.scope, corpus_id: ref } })],
+  ["scope.project_id", (ref) => ({ scope: { ...base.scope, project_id: ref } })],
+  ["scope.surface_id", (ref) => ({ scope: { ...base.scope, surface_id: ref } })],
+  ["an evidence ref", (ref) => ({ evidence_refs: [...base.evidence_refs, ref].sort() })],
+  ["a reason code", (ref) => ({ reason_codes: [...base.reason_codes, ref].sort() })],
+];
 
 describe("observation reader: edge texts agree with the slow path", () => {
   const conf = `"confidence":0.5`;
@@ -202,6 +223,11 @@ describe("observation reader: edge texts agree with the slow path", () => {
     "whitespace everywhere",
     "leading and trailing whitespace",
   ]);
+  for (const [field, place] of REF_PLACES) {
+    // 200 is read; 201 is refused, as the slow path refuses it.
+    for (const length of [200, 201]) cases.push([`${field} of ${length} characters`, withRef(length, place)]);
+    READ.add(`${field} of 200 characters`);
+  }
   for (const [name, text] of cases) {
     it(name, () => {
       const read = expectAgrees(text);
