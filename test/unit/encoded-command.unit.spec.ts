@@ -21,6 +21,13 @@ describe("encodeCommand", () => {
     );
   });
 
+  it("sizes a text by its UTF-8 bytes, also where they take more digits than its UTF-16 units", () => {
+    // 5 units, 10 bytes; 40 units, 120 bytes; 9,999 units, 29,997 bytes; ASCII at 9 and 10 units.
+    const texts = ["é".repeat(5), "€".repeat(40), "€".repeat(9_999), "x".repeat(9), "x".repeat(10)];
+    for (const text of texts) expect(encodeCommand("SET", ["k", text]).equals(ioredisBytes("SET", ["k", text]))).toBe(true);
+    expect(encodeCommand("SET", ["é".repeat(5)]).toString("utf8")).toBe(`*2\r\n$3\r\nSET\r\n$10\r\n${"é".repeat(5)}\r\n`);
+  });
+
   it("grows past its scratch buffer, and each command keeps its own bytes", () => {
     const big = "é".repeat(100_000); // 200,000 bytes of UTF-8
     const first = encodeCommand("FCALL", ["f", 1, "k"], [big]);
