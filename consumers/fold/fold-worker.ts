@@ -14,7 +14,7 @@ import { GroupConsumer, type BatchContext } from "../../src/adapters/kafka/consu
 import { ReliableProducer } from "../../src/adapters/kafka/producer.js";
 import { assertInfiniteRetention, ensureTopics, groupOffsets, topicSpec } from "../../src/adapters/kafka/topics.js";
 import { FunctionsMissingError } from "../../src/adapters/redis/errors.js";
-import { connectRedis, isCluster, redisClientSettings } from "../../src/adapters/redis/connect.js";
+import { connectRedis, redisClientSettings } from "../../src/adapters/redis/connect.js";
 import { GenerationMovedError, PauseLostError, type ControlStore } from "../../src/fold/control-store.js";
 import { PositionContradictedError, StateLostError } from "../../src/fold/identity-store.js";
 import { checkRedisServer } from "../../src/adapters/redis/server-checks.js";
@@ -141,12 +141,7 @@ export class FoldWorker {
   ) {
     this.identities = writerStore(redis, settings.prefix);
     this.control = new RedisControlStore(redis, settings.prefix);
-    this.applier = new IdentityApplier(this.identities, settings.cacheSize, {
-      cacheMaxBytes: settings.cacheMaxBytes,
-      inFlight: settings.identitiesInFlight,
-      casAttempts: settings.casMaxAttempts,
-      relistCached: isCluster(this.redis),
-    });
+    this.applier = new IdentityApplier(this.identities, settings.cacheSize, { cacheMaxBytes: settings.cacheMaxBytes, inFlight: settings.identitiesInFlight, casAttempts: settings.casMaxAttempts });
     this.guard = new PartitionGuard(this.control, "live", async (topic, partition) => (await this.partitionOffsets(topic, partition)).high);
     this.outages = new OutageClock(settings.outageToleranceSeconds);
     this.setup = new SetupWatch(redis, this.outages, settings.outageToleranceSeconds, this.log, () => this.publishPosition());

@@ -60,12 +60,6 @@ export interface ApplierOptions {
    */
   inFlight?: number;
   /**
-   * List every identity of a batch in the index again, cached ones too (default off): where the index and the
-   * identities live on different nodes (a Redis Cluster), a failover of the index's node can lose a listing its
-   * identity's node kept, and only listing again repairs it. On one node a listed identity stays listed.
-   */
-  relistCached?: boolean;
-  /**
    * Attempts of one identity's version-checked write before the stale version is thrown (the batch is then
    * retried): the casMaxAttempts setting, passed in by the fold and the replay (default DEFAULT_CAS_ATTEMPTS).
    */
@@ -118,7 +112,6 @@ export class IdentityApplier {
   private readonly fresh: boolean;
   private readonly inFlight: number;
   private readonly casAttempts: number;
-  private readonly relistCached: boolean;
   private active = 0;
   /** Callers waiting for a slot, oldest first from `waitingHead` (an index, not shift(): a batch can queue thousands). */
   private waiting: (() => void)[] = [];
@@ -138,7 +131,6 @@ export class IdentityApplier {
     this.fresh = options.fresh ?? false;
     this.inFlight = options.inFlight ?? 256;
     this.casAttempts = options.casAttempts ?? DEFAULT_CAS_ATTEMPTS;
-    this.relistCached = options.relistCached ?? false;
   }
 
   /** Run `f` once fewer than `inFlight` identities are being applied. */
@@ -180,9 +172,9 @@ export class IdentityApplier {
     this.cacheBytes = 0;
   }
 
-  /** The identity's cached model has a stored version (then it is in the generation's index), and that is trusted. */
+  /** The identity's cached model has a stored version (then it is in the generation's index), where the store keeps listings. */
   private listedInCache(generation: number, identity: string): boolean {
-    return !this.relistCached && (this.cache.get(`${generation}:${identity}`)?.version ?? 0) > 0;
+    return this.store.indexKeepsListings && (this.cache.get(`${generation}:${identity}`)?.version ?? 0) > 0;
   }
 
   /** Take a model out of the cache (its estimate as it was put in: a cached model does not change). */

@@ -74,6 +74,13 @@ export class PositionContradictedError extends MufoldError {
 }
 
 export interface IdentityStore {
+  /**
+   * A listing in the index lasts as long as the identity's own writes (one node holds both). Not on a Redis
+   * Cluster: the index and an identity live on different nodes, and a failover of the index's node can lose a
+   * listing its identity's node kept, which only listing again repairs.
+   */
+  readonly indexKeepsListings: boolean;
+
   /** The meta hash, delivery records and history fragments of one identity; all empty for an identity never written. */
   load(generation: number, identity: string): Promise<StoredIdentity>;
 

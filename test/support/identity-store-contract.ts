@@ -254,6 +254,7 @@ export function identityStoreContract(name: string, makeStore: StoreFactory, pos
 
       it("the index lists each identity once, sorted, per generation, and says which it listed first", async () => {
         const store = await makeStore();
+        expect(store.indexKeepsListings).toBe(true); // one node (or memory): the index and the identities together
         expect([...(await store.addToIndex(G, ["mur_b", "mur_a"]))].sort()).toEqual(["mur_a", "mur_b"]);
         expect([...(await store.addToIndex(G, ["mur_a", "mur_c"]))]).toEqual(["mur_c"]);
         expect([...(await store.addToIndex(G, []))]).toEqual([]);

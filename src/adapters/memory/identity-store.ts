@@ -158,6 +158,7 @@ function assemble(keys: Keys): string | null {
 }
 
 export class MemoryIdentityStore implements IdentityStore {
+  readonly indexKeepsListings: boolean = true;
   /** `<generation>:<identity>` → its keys (an identity with no key left is dropped). */
   private readonly identities = new Map<string, Keys>();
   private readonly indexes = new Map<number, Set<string>>();

@@ -37,6 +37,7 @@ export function writerStore(redis: Redis | Cluster, prefix: string): RedisIdenti
 }
 
 export class RedisIdentityStore implements IdentityStore {
+  readonly indexKeepsListings: boolean;
   private readonly coalescer: WriteCoalescer | null;
   private readonly functions: FunctionCaller;
 
@@ -46,6 +47,7 @@ export class RedisIdentityStore implements IdentityStore {
     options: RedisIdentityStoreOptions = {},
   ) {
     this.functions = new FunctionCaller(redis);
+    this.indexKeepsListings = !isCluster(redis);
     this.coalescer = options.writeGroup === undefined || isCluster(redis) ? null : new WriteCoalescer(redis as Redis, options.writeGroup);
   }
 
