@@ -764,6 +764,7 @@ interface HeapSplit {
 }
 
 async function heapSplit(port: number, pid: number): Promise<HeapSplit | null> {
+  const pages = v8PagesResidentBytes(pid);
   try {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const metric = (name: string): number => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
@@ -772,7 +773,7 @@ async function heapSplit(port: number, pid: number): Promise<HeapSplit | null> {
       heapUsed: mib(metric("nodejs_heap_size_used_bytes")),
       external: mib(metric("nodejs_external_memory_bytes")),
       cacheEstimate: mib(metric("mufold_identity_cache_bytes")),
-      v8PagesResident: ((bytes) => (bytes === null ? null : mib(bytes)))(v8PagesResidentBytes(pid)),
+      v8PagesResident: pages === null ? null : mib(pages),
     };
   } catch {
     return null;

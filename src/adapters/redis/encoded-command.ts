@@ -35,9 +35,12 @@ export function encodeCommand(name: string, ...lists: readonly (readonly (string
   return Buffer.from(scratch.subarray(0, at));
 }
 
-/** `n` in decimal, then CRLF (no string made for the number, nor a view of the scratch: both would be garbage per argument). */
-function putCount(n: number, at: number): number {
-  let end = at + digitsOf(n);
+/**
+ * `n` in decimal (`digits` of them), then CRLF (no string made for the number, nor a view of the scratch: both would
+ * be garbage per argument).
+ */
+function putCount(n: number, at: number, digits = digitsOf(n)): number {
+  let end = at + digits;
   for (let i = end - 1; i >= at; i--) {
     scratch[i] = 0x30 + (n % 10);
     n = Math.floor(n / 10);
@@ -64,10 +67,11 @@ function putBulk(text: string, at: number): number {
   reserve(3 * text.length + 32, at);
   const guess = 1 + digitsOf(text.length) + 2;
   const length = scratch.write(text, at + guess, "utf8");
-  const header = 1 + digitsOf(length) + 2;
+  const digits = digitsOf(length);
+  const header = 1 + digits + 2;
   if (header !== guess) scratch.copyWithin(at + header, at + guess, at + guess + length);
   scratch[at] = 0x24; // $
-  at = putCount(length, at + 1) + length;
+  at = putCount(length, at + 1, digits) + length;
   scratch[at++] = 0x0d;
   scratch[at++] = 0x0a;
   return at;
