@@ -138,13 +138,15 @@ export function subjectPartOf(
   factors?: SubjectFactors,
   /** The latest observation's history member, when the caller holds it already (the same string, kept once). */
   latestMember?: string,
+  /** The subject's member, when the caller holds it already (it is fixed by the group). */
+  member?: string,
 ): SubjectPart {
   let latest = group.items[0]!;
   if (chronological !== undefined) latest = chronological[chronological.length - 1]!;
   else for (const o of group.items) if (compareOrder(o, latest) >= 0) latest = o;
   const { subject, proposal } = subjectOfGroup(group, latest, factors?.byId);
   return {
-    member: subjectMember(group.level, group.key, group.subjectId),
+    member: member ?? subjectMember(group.level, group.key, group.subjectId),
     fragment: storedSubject(subject),
     proposal: proposal === null ? null : compactJson(proposal),
     conflict: proposal !== null && proposal.state === "conflict",

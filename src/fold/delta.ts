@@ -48,7 +48,7 @@ export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChan
   const latestKept = latestNeeded && prev.accepted > MAX_PROJECTION_HISTORY;
   if (latestNeeded && !latestKept) for (const [id, part] of next.subjects) ops.push(hset("hl", id, part.latest));
   if (!latestNeeded && prev.accepted > MAX_PROJECTION_HISTORY) ops.push({ op: "DEL", part: "hl", field: "", value: "" });
-  for (const [id, { before: old, after: part, rewritten }] of changes.subjects) {
+  for (const { id, before: old, after: part, rewritten } of changes.subjects) {
     if (part === undefined) {
       if (old === undefined) continue;
       ops.push(hdel("s", id), zrem("si", old.member));
@@ -64,7 +64,7 @@ export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChan
     if (latestKept && (old === undefined || old.latest !== part.latest)) ops.push(hset("hl", id, part.latest));
     if ((old?.proposal ?? null) !== part.proposal) ops.push(part.proposal === null ? hdel("p", id) : hset("p", id, part.proposal));
   }
-  for (const [id, { before: old, after: part, rewritten }] of changes.history) {
+  for (const { id, before: old, after: part, rewritten } of changes.history) {
     if (part === undefined) {
       if (old !== undefined) ops.push(hdel("h", id), zrem("hi", old.member));
       continue;
@@ -75,7 +75,7 @@ export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChan
     }
     if (old === undefined || rewritten) ops.push(hset("h", id, part.fragment));
   }
-  for (const [id, { before: old, after: fragment, rewritten }] of changes.conflicts) {
+  for (const { id, before: old, after: fragment, rewritten } of changes.conflicts) {
     if (fragment === undefined || !rewritten) continue; // a conflict never goes away
     if (old === undefined) ops.push(zadd("ci", id));
     ops.push(hset("c", id, fragment));

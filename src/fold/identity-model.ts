@@ -67,6 +67,8 @@ export interface Plan {
   changes: PartsChanges | null;
   /** The change this plan makes (feed on and something applied), else null. */
   change: ChangeNote | null;
+  /** `change` as the meta hash stores it (encoded once: the model keeps it after the commit), else null. */
+  changeText: string | null;
   /** The stored version's change, to announce again (feed on, freshly loaded, redelivered deliveries skipped), else null. */
   reannounce: ChangeNote | null;
 }
@@ -83,7 +85,7 @@ export function packetStatus(parts: PartsView): string {
   return STATUS.exec(parts.rejected ?? parts.skeleton)?.[1] ?? "";
 }
 
-type SubjectChanges = ReadonlyMap<string, { before?: { proposal: string | null } | undefined; after?: { proposal: string | null } | undefined }>;
+type SubjectChanges = readonly { id: string; before?: { proposal: string | null } | undefined; after?: { proposal: string | null } | undefined }[];
 
 /** Subjects whose proposal is new, changed or withdrawn by one flush; a rejected packet carries none. */
 function changedProposals(wasRejected: boolean, parts: PartsView, changed: SubjectChanges): string[] {
@@ -93,10 +95,11 @@ function changedProposals(wasRejected: boolean, parts: PartsView, changed: Subje
     for (const [id, s] of parts.subjects) if (s.proposal !== null) out.push(id); // all appear again
   } else if (parts.rejected !== null) {
     // All withdrawn: the unchanged subjects' proposals and the changed ones' former proposals.
-    for (const [id, s] of parts.subjects) if (!changed.has(id) && s.proposal !== null) out.push(id);
-    for (const [id, c] of changed) if ((c.before?.proposal ?? null) !== null) out.push(id);
+    const changedIds = new Set(changed.map((c) => c.id));
+    for (const [id, s] of parts.subjects) if (!changedIds.has(id) && s.proposal !== null) out.push(id);
+    for (const c of changed) if ((c.before?.proposal ?? null) !== null) out.push(c.id);
   } else {
-    for (const [id, c] of changed) if ((c.before?.proposal ?? null) !== (c.after?.proposal ?? null)) out.push(id);
+    for (const c of changed) if ((c.before?.proposal ?? null) !== (c.after?.proposal ?? null)) out.push(c.id);
   }
   return out.sort();
 }
@@ -226,7 +229,7 @@ export class IdentityModel {
     // Only the first plan of a freshly loaded model can find an unannounced stored change.
     const reannounce = feed && this.unannounced && skipped > 0 && this.storedChange !== null ? decodeNote(this.storedChange, parts, this.storedDigest ?? "") : null;
     this.unannounced = false;
-    if (applied === 0) return { ops: [], watermarks, applied, skipped, conflicting, nextParts: parts, changes: null, change: null, reannounce };
+    if (applied === 0) return { ops: [], watermarks, applied, skipped, conflicting, nextParts: parts, changes: null, change: null, changeText: null, reannounce };
     const changes = this.inc.flush();
     const sealing = !wasSealed && this.inc.sealed;
     const ops = opsForChanges(before, parts, changes, sealing);
@@ -239,10 +242,11 @@ export class IdentityModel {
     for (const entry of entries) ops.push({ op: "RPUSH", part: OFFSET_INDEX_PART, field: entry, value: "" });
     if (this.version === 0) ops.push({ op: "HSET", part: "m", field: "ctx", value: canonicalJson({ ...this.context, scope: { ...this.context.scope } }) });
     let change: ChangeNote | null = null;
+    let note: string | null = null;
     if (feed) {
       const proposals = changedProposals(before.rejected !== null, parts, changes.subjects);
       change = { status: packetStatus(parts), digest: this.inc.digest(), deliveries: applied, proposals };
-      const note = encodeNote(change);
+      note = encodeNote(change);
       if (change.digest !== this.storedDigest) ops.push({ op: "HSET", part: "m", field: DIGEST_FIELD, value: change.digest });
       if (note !== this.storedChange) ops.push({ op: "HSET", part: "m", field: CHANGE_FIELD, value: note });
     } else {
@@ -251,7 +255,7 @@ export class IdentityModel {
       if (this.storedChange !== null) ops.push({ op: "HDEL", part: "m", field: CHANGE_FIELD, value: "" });
     }
     for (const [field, offset] of watermarks) this.watermarks.set(field, offset);
-    return { ops, watermarks, applied, skipped, conflicting, nextParts: parts, changes, change, reannounce };
+    return { ops, watermarks, applied, skipped, conflicting, nextParts: parts, changes, change, changeText: note, reannounce };
   }
 
   /** The offset index entry of a delivery about to be folded; null past the index's bound (offset-index.ts). */
@@ -273,7 +277,7 @@ export class IdentityModel {
     if (plan.changes !== null) this.inc.release(plan.changes);
     if (plan.applied > 0) {
       this.storedDigest = plan.change?.digest ?? null;
-      this.storedChange = plan.change === null ? null : encodeNote(plan.change);
+      this.storedChange = plan.changeText;
     }
   }
 }

@@ -10,6 +10,7 @@
  *   slow: an escaped key, which only parsePyJson + validateObservation take.
  */
 import { contextOfObservation, canonicalJson, observationFingerprint, observationToPy, parsePyJson, validateObservation, type Observation } from "../../src/core/index.js";
+import { observationIdOf } from "../../src/core/observation.js";
 import { IdentityParts } from "../../src/core/identity-parts.js";
 import { readCanonicalObservation, readObservation, type ReadObservation } from "../../src/core/observation-reader.js";
 import { simulate } from "../../producers/simulation.js";
@@ -41,7 +42,14 @@ function read(padded: string): ReadObservation {
   return r;
 }
 
-const observations = [...simulate({ agents: 50, observationsPerAgent: 80, snapshotEvery: 10, duplicateRate: 0, conflictRate: 0, seed: 7 })].map((d) => d.observation);
+/** Evidence refs of 13 characters or more, as real ones are, so a kept one that is a view into its text would show. */
+function longEvidence(o: Observation): Observation {
+  if (o.evidence_refs.length === 0) return o;
+  const lengthened = { ...o, evidence_refs: o.evidence_refs.map((r) => `${r}:artifact-of-the-outcome`) };
+  return { ...lengthened, observation_id: observationIdOf(lengthened) };
+}
+
+const observations = [...simulate({ agents: 50, observationsPerAgent: 80, snapshotEvery: 10, duplicateRate: 0, conflictRate: 0, seed: 7 })].map((d) => longEvidence(d.observation));
 const hold: Map<string, IdentityParts>[] = [];
 
 /** Heap kept per observation folded (the models held) after full collections. */

@@ -193,6 +193,23 @@ describe("given a change applied by a worker that died before announcing it", ()
   });
 });
 
+describe("given a cached model with the change feed on", () => {
+  // Seed 3's first five observations are helpful: no delivery proposes a review.
+  const all = [...simulate({ agents: 1, observationsPerAgent: 5, snapshotEvery: 100_000, duplicateRate: 0, conflictRate: 0, seed: 3 })];
+
+  it("when each change's note is the one stored, then only the first plan writes it", () => {
+    const first = delivered(all, 0, 0)[0]!;
+    const model = new IdentityModel(first.identity, first.context);
+    const written: string[][] = [];
+    for (let i = 0; i < all.length; i++) {
+      const plan = model.plan(delivered(all, i, i)[0]!.deliveries, { feed: true });
+      written.push(plan.ops.filter((o) => o.part === "m" && o.field === CHANGE_FIELD).map((o) => o.value));
+      model.committed(plan, i + 1);
+    }
+    expect(written).toEqual([['{"n":1,"p":[]}'], [], [], [], []]);
+  });
+});
+
 describe("given an identity at 1,024 deliveries", () => {
   // Few memories, so few subjects: below the 128-subject bound the packet is not rejected.
   const all = oneIdentity(1_027, { seed: 5, memories: 6 });
