@@ -21,9 +21,10 @@ export function canonicalDigest(value: PyValue, prefix: string): string {
 }
 
 /**
- * sha256 of ASCII text given in pieces, written straight into a scratch
- * buffer: no concatenated string to flatten and re-encode (and collect) per
- * hash. Callers guarantee ASCII, where latin1 bytes are the UTF-8 bytes.
+ * sha256 of text given in pieces, written straight into a scratch buffer: no
+ * concatenated string to flatten and re-encode (and collect) per hash. `put`
+ * takes ASCII (its callers guarantee it: latin1 bytes are the UTF-8 bytes),
+ * `putText` any text.
  */
 export class AsciiDigest {
   private buf = Buffer.allocUnsafe(4096);
@@ -40,6 +41,14 @@ export class AsciiDigest {
     if (this.used + piece.length > this.buf.length) this.grow(piece.length);
     const buf = this.buf as LatinWritable;
     this.used += buf.latin1Write !== undefined ? buf.latin1Write(piece, this.used) : buf.write(piece, this.used, "latin1");
+    return this;
+  }
+
+  /** Any text, as UTF-8 (lone surrogates as U+FFFD, as hashing a string does): up to 3 bytes a UTF-16 unit. */
+  putText(piece: string): this {
+    if (this.used + 3 * piece.length > this.buf.length) this.grow(3 * piece.length);
+    const buf = this.buf as Utf8Writable;
+    this.used += buf.utf8Write !== undefined ? buf.utf8Write(piece, this.used) : buf.write(piece, this.used, "utf8");
     return this;
   }
 
@@ -67,7 +76,8 @@ export class AsciiDigest {
   }
 }
 
-/** Buffer's encoding-specific writer (what `write(s, at, "latin1")` calls after parsing its arguments). */
+/** Buffer's encoding-specific writers (what `write(s, at, encoding)` calls after parsing its arguments). */
 type LatinWritable = Buffer & { latin1Write?: (s: string, offset: number) => number };
+type Utf8Writable = Buffer & { utf8Write?: (s: string, offset: number) => number };
 
 const oneShotBytes = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: "hex") => string }).hash;

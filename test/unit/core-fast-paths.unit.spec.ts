@@ -49,6 +49,19 @@ describe("AsciiDigest", () => {
       { numRuns: 300 },
     );
   });
+
+  it("hashes text pieces (any UTF-16: non-ASCII, astral, lone surrogates) as sha256Hex hashes their concatenation", () => {
+    const digest = new AsciiDigest();
+    const text = fc.oneof(fc.string({ unit: "grapheme", maxLength: 2000 }), fc.string({ unit: "binary", maxLength: 2000 }), fc.constantFrom("\ud800", "a\udfff\ud83d\ude00", "é中"));
+    fc.assert(
+      fc.property(fc.array(fc.tuple(text, fc.boolean()), { maxLength: 6 }), (pieces) => {
+        digest.start();
+        for (const [p, ascii] of pieces) (ascii ? digest.put("p:") : digest.putText("t:")).putText(p);
+        expect(digest.hex()).toBe(sha256Hex(pieces.map(([p, ascii]) => (ascii ? "p:" : "t:") + p).join("")));
+      }),
+      { numRuns: 300 },
+    );
+  });
 });
 
 /** Timestamps in (and near) the common shape: random digits, so out-of-range fields too. */

@@ -194,10 +194,10 @@ describe("given a change applied by a worker that died before announcing it", ()
 });
 
 describe("given a cached model with the change feed on", () => {
-  // Seed 3's first five observations are helpful: no delivery proposes a review.
-  const all = [...simulate({ agents: 1, observationsPerAgent: 5, snapshotEvery: 100_000, duplicateRate: 0, conflictRate: 0, seed: 3 })];
+  // Seed 3's first five observations are helpful: no delivery proposes a review. The sixth is harmful: it does.
+  const all = [...simulate({ agents: 1, observationsPerAgent: 6, snapshotEvery: 100_000, duplicateRate: 0, conflictRate: 0, seed: 3 })];
 
-  it("when each change's note is the one stored, then only the first plan writes it", () => {
+  it("when each change's note is the one stored, then only the first plan writes it, and a new proposal writes it again", () => {
     const first = delivered(all, 0, 0)[0]!;
     const model = new IdentityModel(first.identity, first.context);
     const written: string[][] = [];
@@ -206,7 +206,8 @@ describe("given a cached model with the change feed on", () => {
       written.push(plan.ops.filter((o) => o.part === "m" && o.field === CHANGE_FIELD).map((o) => o.value));
       model.committed(plan, i + 1);
     }
-    expect(written).toEqual([['{"n":1,"p":[]}'], [], [], [], []]);
+    expect(written.slice(0, 5)).toEqual([['{"n":1,"p":[]}'], [], [], [], []]);
+    expect(written[5]).toEqual([expect.stringMatching(/^\{"n":1,"p":\["mus_[0-9a-f]{64}"\]\}$/)]);
   });
 });
 
