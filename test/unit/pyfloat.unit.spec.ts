@@ -16,6 +16,19 @@ describe("pyFloatRepr", () => {
   it("writes non-finite values like Python", () => {
     expect([pyFloatRepr(NaN), pyFloatRepr(Infinity), pyFloatRepr(-Infinity)]).toEqual(["nan", "inf", "-inf"]);
   });
+  it("writes each value the same on every call, past its memo's bound too, and tells -0.0 from 0.0", () => {
+    // Python's repr is the shortest text that reads back as the value: JSON.parse checks the round trip.
+    const values = Array.from({ length: 20_000 }, (_, i) => (i % 2 === 0 ? 1 : -1) * (i + 1) * 1.37e-3);
+    for (const round of [1, 2]) {
+      for (const x of values) {
+        const text = pyFloatRepr(x);
+        expect(JSON.parse(text), `round ${round}`).toBe(x);
+        expect(text).toMatch(/^-?\d+\.\d+$/);
+      }
+    }
+    expect([pyFloatRepr(0.0), pyFloatRepr(-0.0), pyFloatRepr(0.0), pyFloatRepr(-0.0)]).toEqual(["0.0", "-0.0", "0.0", "-0.0"]);
+    expect([pyFloatRepr(0.1), pyFloatRepr(0.1), pyFloatRepr(1e-5), pyFloatRepr(1e-5)]).toEqual(["0.1", "0.1", "1e-05", "1e-05"]);
+  });
 });
 
 describe("pyRound6", () => {
