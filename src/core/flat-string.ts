@@ -19,11 +19,6 @@ export function flat(s: string): string {
   return s;
 }
 
-/** Flatten each string in place (nulls skipped). */
-export function flatAll(...strings: (string | null)[]): void {
-  for (const s of strings) if (s !== null) flat(s);
-}
-
 /**
  * A copy of `s` that does not keep alive the text it was cut from. In V8 a
  * substring of 13 or more characters is a view into its parent, so a kept id

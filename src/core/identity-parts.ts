@@ -24,7 +24,7 @@ import { canonicalJson } from "./canonical-json.js";
 import { compactJson } from "./compact-json.js";
 import { conflictEntry, compareGroupKeys, subjectGroupKey, subjectGroupOf, type SubjectGroup } from "./identity-analysis.js";
 import type { ReducerContext } from "./identity.js";
-import { flat, flatAll } from "./flat-string.js";
+import { flat } from "./flat-string.js";
 import { deliveriesOf, emptyIdentityState, versionOf, type FingerprintState, type IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { compareOrder } from "./ordering.js";
@@ -336,7 +336,8 @@ export class IdentityParts {
       } else {
         group.member ??= flat(subjectMember(group.level, group.key, group.subjectId));
         after = subjectPartOf(group, group.chronoObs, group.factors ?? undefined, group.chrono[group.chrono.length - 1]!.member, group.member); // (its `items` is the group's live list: not for computeParts' reuse)
-        flatAll(after.fragment, after.latest, after.proposal);
+        flat(after.fragment);
+        if (after.proposal !== null) flat(after.proposal);
         parts.subjects.set(group.subjectId, after);
         after.hash = afterHash = partHash(after.fragment, after.proposal);
         this.sum.add(afterHash, 1);
@@ -354,7 +355,8 @@ export class IdentityParts {
       let afterHash: string | undefined;
       if (after === undefined) parts.history.delete(id);
       else {
-        flatAll(after.member, after.fragment);
+        flat(after.member);
+        flat(after.fragment);
         parts.history.set(id, after);
         after.hash = afterHash = partHash(after.fragment);
         this.sum.add(afterHash, 1);

@@ -205,7 +205,8 @@ export class IdentityModel {
     const feed = options.feed ?? false;
     const parts = this.inc.parts;
     const watermarks = new Map<string, bigint>();
-    const touched = new Set<string>();
+    // Ids whose `d` record (delivery-record.ts) may be more than nothing: a new id folded once stores none.
+    let recorded: Set<string> | null = null;
     const wasSealed = this.inc.sealed;
     const before: Scalars = { rejected: parts.rejected, deliveries: parts.deliveries, skeleton: parts.skeleton, accepted: parts.accepted };
     let applied = 0;
@@ -225,7 +226,7 @@ export class IdentityModel {
       if (entry !== null) entries.push(entry);
       const kind = this.inc.fold(d.observation, d.fingerprint);
       if (kind === "conflict") conflicting++;
-      if (kind !== "sealed") touched.add(d.observation.observation_id);
+      if (kind === "duplicate" || kind === "conflict") (recorded ??= new Set()).add(d.observation.observation_id);
     }
     // Only the first plan of a freshly loaded model can find an unannounced stored change.
     const reannounce = feed && this.unannounced && skipped > 0 && this.storedChange !== null ? decodeNote(this.storedChange, parts, this.storedDigest ?? "") : null;
@@ -235,7 +236,7 @@ export class IdentityModel {
     const sealing = !wasSealed && this.inc.sealed;
     const ops = opsForChanges(before, parts, changes, sealing);
     if (!this.inc.sealed) {
-      for (const id of touched) {
+      for (const id of recorded ?? []) {
         const record = storedRecord(this.inc.state.byId.get(id)!);
         if (record !== null) ops.push({ op: "HSET", part: "d", field: id, value: record });
       }
