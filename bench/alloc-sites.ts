@@ -8,7 +8,11 @@
  * sampling (every 4 KiB on average) gives each site's share within a few
  * percent of it.
  *
- *   npx tsx bench/alloc-sites.ts [--records 50000] [--engine] [--top 25]
+ *   npx tsx bench/alloc-sites.ts [--records 50000] [--engine] [--survivors] [--top 25]
+ *
+ * --survivors: only what outlived the young generation (V8 drops the samples
+ * of objects a scavenge freed): where the promoted bytes come from, the kept
+ * state and whatever a batch holds across scavenges.
  *
  * Default: one in-process FoldWorker over a topic of the pipeline bench's
  * workload (needs KAFKA_BROKERS / REDIS_URL, as the pipeline bench). --engine:
@@ -23,7 +27,9 @@ import { batchesOf, partitionedWorkload, workload } from "./partitioned-workload
 
 await runUnderMufoldFlags();
 
-const { values } = parseArgs({ options: { records: { type: "string", default: "50000" }, engine: { type: "boolean", default: false }, top: { type: "string", default: "25" } } });
+const { values } = parseArgs({
+  options: { records: { type: "string", default: "50000" }, engine: { type: "boolean", default: false }, survivors: { type: "boolean", default: false }, top: { type: "string", default: "25" } },
+});
 const records = Number(values.records);
 
 interface ProfileNode {
@@ -64,7 +70,8 @@ async function sampled(run: () => Promise<void>): Promise<ProfileNode> {
   session.connect();
   await session.post("HeapProfiler.enable");
   // The two include flags keep samples of objects that died: without them only what is alive at the end is counted.
-  await session.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true } as never);
+  const minor = !values.survivors;
+  await session.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMinorGC: minor, includeObjectsCollectedByMajorGC: true } as never);
   await run();
   const { profile } = await session.post("HeapProfiler.stopSampling");
   session.disconnect();
@@ -112,7 +119,8 @@ const { layers, sites } = attribute(head);
 const per = (n: number) => Math.round(n / records).toLocaleString("en-US");
 let total = 0;
 for (const n of layers.values()) total += n;
-console.log(`${values.engine ? "engine (decide + plan)" : "in-process fold worker"}, ${records} records: ${per(total)} bytes sampled a record\n`);
+const what = values.survivors ? "bytes sampled a record that outlived the young generation" : "bytes sampled a record";
+console.log(`${values.engine ? "engine (decide + plan)" : "in-process fold worker"}, ${records} records: ${per(total)} ${what}\n`);
 console.log("| layer | bytes a record |\n|---|---|");
 for (const [layer, n] of [...layers].sort((a, b) => b[1] - a[1])) console.log(`| ${layer} | ${per(n)} |`);
 console.log("\n| site (innermost frame of a layer) | bytes a record |\n|---|---|");

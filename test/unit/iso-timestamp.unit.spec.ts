@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { pyFromIsoFormat } from "../../src/core/index.js";
+import { instantOf } from "../../src/core/ordering.js";
+
+/** 1970-01-01 in utcInstant's seconds: its proleptic Gregorian ordinal (Python's `date(1970, 1, 1).toordinal()`, 719,163) in days. */
+const EPOCH_SECONDS = 719_163 * 86_400;
 
 // Each row was checked against CPython 3.11's datetime.fromisoformat (its C implementation).
 describe("pyFromIsoFormat", () => {
@@ -32,5 +36,18 @@ describe("pyFromIsoFormat", () => {
   ];
   it.each(rejected)("rejects %j", (text) => {
     expect(pyFromIsoFormat(text)).toBeNull();
+  });
+});
+
+describe("instantOf", () => {
+  it("gives each timestamp its own instant, however many and however alike their endings", () => {
+    // The same time of day on 3,000 days (alike in their last characters), then each again in reverse: every answer
+    // is checked against Date.parse, so a remembered instant handed to another timestamp would show.
+    const days = Array.from({ length: 3_000 }, (_, i) => new Date(Date.UTC(2020, 0, 1) + i * 86_400_000).toISOString().slice(0, 10));
+    const texts = days.flatMap((d) => [`${d}T12:34:56Z`, `${d}T12:34:56.5+00:00`, `${d} 12:34:56-01:00`]);
+    for (const text of [...texts, ...texts.reverse()]) {
+      const ms = Date.parse(text.replace(" ", "T"));
+      expect(instantOf(text), text).toEqual({ seconds: Math.floor(ms / 1000) + EPOCH_SECONDS, micros: (ms % 1000) * 1000 });
+    }
   });
 });
