@@ -32,6 +32,12 @@ function varint(n: bigint): Buffer {
   out.push(Number(z));
   return Buffer.from(out);
 }
+/** A copy in an ArrayBuffer of its own (small Buffers otherwise share Node's pool, and so their `.buffer`). */
+const own = (bytes: Buffer): Buffer => {
+  const copy = Buffer.alloc(bytes.length);
+  bytes.copy(copy);
+  return copy;
+};
 const sized = (v: Buffer | null) => (v === null ? varint(-1n) : Buffer.concat([varint(BigInt(v.length)), v]));
 
 /** A record's body (no length prefix) byte by byte, its headers in wire order. */
@@ -154,11 +160,26 @@ describe("the record decoder", () => {
     expectSame(bytes, undefined as unknown as RecordContext);
   });
 
-  it("hands out views of the record's bytes, as kafkajs does (stand-in records are recognised by their buffer)", () => {
-    const bytes = rawRecord({ offsetDelta: 0, timestampDelta: 0n, key: b("k"), value: b("value"), headers: [[b("h"), b("x")]] });
+  it("hands out views of the record's bytes for its key and value, as kafkajs does (stand-in records are recognised by their value's buffer)", () => {
+    const bytes = own(rawRecord({ offsetDelta: 0, timestampDelta: 0n, key: b("k"), value: b("value"), headers: [[b("h"), b("x")]] }));
     expectSame(bytes, context());
-    const ours = fastDecode(new Decoder(bytes), context()) as { key: Buffer; value: Buffer; headers: { h: Buffer } };
-    for (const view of [ours.key, ours.value, ours.headers.h]) expect(view.buffer).toBe(bytes.buffer);
+    const ours = fastDecode(new Decoder(bytes), context()) as { key: Buffer; value: Buffer };
+    for (const view of [ours.key, ours.value]) expect(view.buffer).toBe(bytes.buffer);
+  });
+
+  it("shares one headers object among records with the same header bytes, holding none of their bytes", () => {
+    type Decoded = { headers: Record<string, Buffer | Buffer[]> };
+    const record = (offsetDelta: number, headers: [Buffer | null, Buffer | null][]) => own(rawRecord({ offsetDelta, timestampDelta: 0n, key: b("k"), value: b("v"), headers }));
+    const [first, second, other, again] = [record(0, [[b("schema"), b("x")]]), record(1, [[b("schema"), b("x")]]), record(2, [[b("schema"), b("y")], [b("schema"), b("z")]]), record(3, [[b("schema"), b("x")]])];
+    for (const bytes of [first, second, other, again]) expectSame(bytes, context());
+    const decoded = [first, second, other, again].map((bytes) => fastDecode(new Decoder(bytes), context()) as Decoded);
+    expect(decoded[1]!.headers).toBe(decoded[0]!.headers);
+    expect(decoded[2]!.headers).not.toBe(decoded[0]!.headers);
+    const records = [first, second, other, again];
+    const values = decoded.flatMap((d) => [d.headers.schema!].flat());
+    for (const value of values) expect(records.map((bytes) => bytes.buffer)).not.toContain(value.buffer);
+    for (const bytes of records) bytes.fill(0); // the fetch's buffers reused: the headers handed out stay as they were read
+    expect(decoded.map((d) => d.headers)).toEqual([{ schema: b("x") }, { schema: b("x") }, { schema: [b("y"), b("z")] }, { schema: b("x") }]);
   });
 
   it("fails, or not, as kafkajs does on every truncation of a record", () => {
