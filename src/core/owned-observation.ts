@@ -9,6 +9,7 @@
  * observations live for one call).
  */
 import { scopesEqual, type Scope } from "./fields.js";
+import { remember } from "./bounded-memo.js";
 import { detached } from "./flat-string.js";
 import type { ReducerContext } from "./identity.js";
 import { OBSERVATION_SCHEMA_VERSION, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityLabel } from "./observation-model.js";
@@ -44,9 +45,7 @@ function pooled(s: string): string {
   const hit = pool.get(s);
   if (hit !== undefined) return hit;
   const own = detached(s);
-  if (pool.size >= POOL_STRINGS) pool.clear();
-  pool.set(own, own);
-  return own;
+  return remember(pool, POOL_STRINGS, own, own);
 }
 
 function pooledList(list: readonly string[]): string[] {
@@ -54,18 +53,12 @@ function pooledList(list: readonly string[]): string[] {
   if (list.length === 0) return NONE as string[];
   if (list.length > 1) return list.map(pooled);
   const only = pooled(list[0]!);
-  let shared = singletons.get(only);
-  if (shared === undefined) {
-    if (singletons.size >= POOL_LISTS) singletons.clear();
-    singletons.set(only, (shared = Object.freeze([only])));
-  }
-  return shared as string[];
+  return (singletons.get(only) ?? remember(singletons, POOL_LISTS, only, Object.freeze([only]))) as string[];
 }
 
 /** A list of values that rarely repeat across observations (evidence refs), copied without the pools. */
 function ownList(list: readonly string[]): string[] {
-  if (list.length === 0) return NONE as string[];
-  return list.length === 1 ? [detached(list[0]!)] : list.map(detached);
+  return list.length === 0 ? (NONE as string[]) : list.map(detached);
 }
 
 function ownedScope(s: Scope): Scope {

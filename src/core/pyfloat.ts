@@ -3,6 +3,8 @@
  * and `round(x, 6)` (exact decimal rounding, ties to even on the binary value).
  */
 
+import { remember } from "./bounded-memo.js";
+
 /**
  * Reprs of values met before. A fold writes the same few thousand confidences
  * and estimates over and over (~7 a record, 3.6k distinct values in the pipeline
@@ -19,12 +21,7 @@ export function pyFloatRepr(x: number): string {
   if (x === Infinity) return "inf";
   if (x === -Infinity) return "-inf";
   if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
-  const known = reprMemo.get(x);
-  if (known !== undefined) return known;
-  const repr = finiteRepr(x);
-  if (reprMemo.size >= REPR_MEMO_MAX) reprMemo.clear();
-  reprMemo.set(x, repr);
-  return repr;
+  return reprMemo.get(x) ?? remember(reprMemo, REPR_MEMO_MAX, x, finiteRepr(x));
 }
 
 function finiteRepr(x: number): string {

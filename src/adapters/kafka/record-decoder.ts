@@ -144,8 +144,7 @@ let sharedHeaders: Record<string, unknown> | null = null;
 /** A record's headers: the last block's object when the bytes are the same, else decoded from a copy of them. */
 function headersOf(r: Reader): Record<string, unknown> {
   const start = r.pos;
-  const count = r.varInt();
-  if (count < -1) throw FALL_BACK; // kafkajs's Array(count) throws: let it
+  const count = r.varInt(); // below -1 it matches no block decoded before, and decodeHeaders refuses it
   for (let i = 0; i < count; i++) {
     r.skipBytes();
     r.skipBytes();
