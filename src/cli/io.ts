@@ -56,7 +56,7 @@ export function inputText(bytes: Uint8Array): string {
 const isClosedPipe = (err: unknown): boolean => (err as NodeJS.ErrnoException | null)?.code === "EPIPE";
 
 /** Write and wait for the data to be flushed, so piped output is never cut short; a closed pipe is a ClosedPipeError. */
-export function writeOut(text: string, stream: NodeJS.WritableStream = process.stdout): Promise<void> {
+export function writeOut(text: string | Uint8Array, stream: NodeJS.WritableStream = process.stdout): Promise<void> {
   return new Promise((resolve, reject) => {
     stream.write(text, (err) => (err ? reject(isClosedPipe(err) ? new ClosedPipeError("standard output was closed") : err) : resolve()));
   });

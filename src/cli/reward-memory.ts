@@ -1,11 +1,12 @@
 /** `mufold reward-memory …`: the embedded reducer and the readback validator, no Kafka, no Redis. */
-import { canonicalJson, invalidRequest, parsePyJson, utilityProject, validateProjection, ContractError } from "../core/index.js";
+import { canonicalJson, invalidRequest, parsePyJson, utilityProjectBytes, validateProjection, ContractError } from "../core/index.js";
 import { commandFlags, stringFlag } from "./command.js";
 import { InputReadError, inputText, readInputBytes, readInputText, writeOut } from "./io.js";
 import { REWARD_MEMORY_SUBCOMMANDS, UTILITY_PROJECT, VALIDATE } from "./specs.js";
 
 export interface CommandOutput {
-  stdout: string;
+  /** The bytes for standard output (UTF-8): a packet is written as bytes once, not encoded again. */
+  stdout: Buffer;
   stderr: string;
   exitCode: number;
 }
@@ -16,12 +17,16 @@ export function utilityProjectOutput(bytes: Uint8Array): CommandOutput {
   try {
     text = inputText(bytes);
   } catch (err) {
-    if (err instanceof InputReadError) return { stdout: invalidRequest(err.message).stdout + "\n", stderr: "", exitCode: 2 };
+    if (err instanceof InputReadError) return invalidInput(err);
     throw err;
   }
-  const result = utilityProject(text);
-  if (result.crash !== undefined) return { stdout: "", stderr: `mufold: ${result.crash}\n`, exitCode: result.exitCode };
-  return { stdout: result.stdout + "\n", stderr: "", exitCode: result.exitCode };
+  const result = utilityProjectBytes(text);
+  if (result.crash !== undefined) return { stdout: Buffer.alloc(0), stderr: `mufold: ${result.crash}\n`, exitCode: result.exitCode };
+  return { stdout: result.stdout, stderr: "", exitCode: result.exitCode };
+}
+
+function invalidInput(err: InputReadError): CommandOutput {
+  return { stdout: Buffer.from(invalidRequest(err.message).stdout + "\n"), stderr: "", exitCode: 2 };
 }
 
 async function utilityProjectCommand(args: string[]): Promise<number> {
@@ -42,10 +47,10 @@ async function utilityProjectCommand(args: string[]): Promise<number> {
     out = utilityProjectOutput(await readInputBytes(input));
   } catch (err) {
     if (!(err instanceof InputReadError)) throw err;
-    out = { stdout: invalidRequest(err.message).stdout + "\n", stderr: "", exitCode: 2 };
+    out = invalidInput(err);
   }
   if (out.stderr !== "") await writeOut(out.stderr, process.stderr);
-  if (out.stdout !== "") await writeOut(out.stdout);
+  if (out.stdout.length > 0) await writeOut(out.stdout);
   return out.exitCode;
 }
 

@@ -88,6 +88,19 @@ export class AsciiText {
     return this.ascii ? this.buf.toString("latin1", 0, this.used) : null;
   }
 
+  /**
+   * The bytes written since `start`, handed over: this text goes on in a new
+   * buffer of the same size, so the bytes are not copied (a packet's ~300 KB
+   * copy was 4% of a reduction). Null when a piece was not ASCII.
+   */
+  take(): Buffer | null {
+    if (!this.ascii) return null;
+    const out = this.buf.subarray(0, this.used);
+    this.buf = Buffer.allocUnsafe(this.buf.length);
+    this.used = 0;
+    return out;
+  }
+
   private grow(extra: number): void {
     const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.used + extra));
     this.buf.copy(bigger, 0, 0, this.used);

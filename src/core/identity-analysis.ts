@@ -4,6 +4,7 @@
  * the reference's order. The batch reducer turns this into a packet; the fold
  * turns it into stored fragments. One analysis keeps the two identical.
  */
+import { sortedIds } from "./id-order.js";
 import { subjectIdOf } from "./identity.js";
 import type { IdentityState } from "./identity-state.js";
 import type { AttributionLevel, Observation } from "./observation.js";
@@ -75,7 +76,7 @@ export function subjectGroupOf(obs: Observation): SubjectGroup {
 }
 
 export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
-  const ids = [...state.byId.keys()].sort();
+  const ids = sortedIds([...state.byId.keys()]);
   const unique: Observation[] = [];
   const fingerprintOf = new Map<Observation, string>();
   const conflicts: PyObject[] = [];

@@ -89,11 +89,11 @@ export { rejectedProjection } from "./reducer.js";
 export type { ReduceInput } from "./reducer.js";
 export { validateProjection } from "./projection-validator.js";
 /** What `loopx reward-memory utility-project --format json` answers for a request's text: its exit code and its one line of output. */
-export { utilityProject } from "./utility-project.js";
+export { utilityProject, utilityProjectBytes } from "./utility-project.js";
 /** The answer utilityProject gives an unusable request (exit 2), with this message. */
 export { invalidRequest } from "./utility-project.js";
 /** A command's answer: exit code and standard output. */
-export type { CommandResult } from "./utility-project.js";
+export type { CommandBytes, CommandResult } from "./utility-project.js";
 export { buildObservation, validateObservationWithFacts, applicationReceipt, applicationReceiptId } from "./builder.js";
 /** The `schema_version` of an application receipt: `reward_memory_application_receipt_v0`. */
 export { RECEIPT_SCHEMA_VERSION } from "./builder.js";

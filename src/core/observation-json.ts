@@ -114,7 +114,7 @@ const text = new CompactText();
 
 /** historyEntryStored written into one buffer; null when created_at is not ASCII (every other field is: refs, enums, ids). */
 function historyEntryAscii(o: Observation, fingerprint: string, subjectId: string): string | null {
-  putHistoryEntry(text.start(), o, fingerprint, subjectId, K);
+  putHistoryEntry(text.start(), o, fingerprint, subjectId, STORED);
   return text.text();
 }
 
@@ -134,44 +134,63 @@ const listText = new CompactText();
  * expanded token by token: at 300 deliveries that was a fifth of the reduction.
  */
 export function historyListJson(entries: readonly HistoryEntryOf[]): string {
-  listText.start().put("[");
-  for (let i = 0; i < entries.length; i++) {
-    const e = entries[i]!;
-    if (i > 0) listText.put(",");
-    putHistoryEntry(listText, e.obs, e.fingerprint, e.subjectId, CANONICAL_KEYS);
-  }
-  const ascii = listText.put("]").text();
-  return ascii ?? "[" + entries.map((e) => historyEntryJson(e.obs, e.fingerprint, e.subjectId)).join(",") + "]";
+  putHistoryList(listText.start(), entries);
+  return listText.text() ?? historyListSlow(entries);
 }
 
 /**
- * A history entry in the dialect of `keys`: K (the stored form: key tokens, and
- * enum values as tokens) or CANONICAL_KEYS (`"key":` and quoted values).
+ * `head`, the history list as historyListJson writes it, `tail` and a newline:
+ * a packet's line as UTF-8 bytes, written once (not made a string and encoded
+ * again), the caller's to keep; null when a piece is not ASCII (the caller then encodes the text).
  */
-function putHistoryEntry(out: CompactText, o: Observation, fingerprint: string, subjectId: string, keys: Record<string, string>): void {
-  const tokens = keys === K;
-  out.put("{").put(keys.application_receipt_id!).put('"').put(o.application_receipt_id).put('",').put(keys.attribution_level!);
-  putEnum(out, o.attribution_level, tokens);
-  out.put(",").put(keys.confidence!).put(floatJson(o.confidence)).put(",").put(keys.created_at!).quoted(o.created_at);
-  out.put(",").put(keys.evaluation_version!).put('"').put(o.evaluation_version).put('",').put(keys.evaluator_ref!).put('"').put(o.evaluator_ref).put('"');
-  out.put(",").put(keys.evidence_basis!);
-  putEnum(out, o.evidence_basis, tokens);
-  out.put(",").put(keys.evidence_refs!);
-  putRefs(out, o.evidence_refs);
-  out.put(",").put(keys.memory_ref_digests!);
-  putRefs(out, o.memory_ref_digests);
-  out.put(",").put(keys.observation_fingerprint!).put('"').put(fingerprint).put('"');
-  out.put(",").put(keys.observation_id!).put('"').put(o.observation_id).put('",').put(keys.outcome_ref!).put('"').put(o.outcome_ref).put('",').put(keys.reason_codes!);
-  putRefs(out, o.reason_codes);
-  out.put(",").put(keys.subject_id!).put('"').put(subjectId).put('",').put(keys.utility_label!);
-  putEnum(out, o.utility_label, tokens);
-  out.put("}");
+export function historyListLine(head: string, entries: readonly HistoryEntryOf[], tail: string): Buffer | null {
+  putHistoryList(listText.start().put(head), entries);
+  return listText.put(tail).put("\n").take();
 }
 
-/** An enum's value: its token in the stored form, else quoted (enum values need no escape). */
+function putHistoryList(out: CompactText, entries: readonly HistoryEntryOf[]): void {
+  out.put("[");
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    if (i > 0) out.put(",");
+    putHistoryEntry(out, e.obs, e.fingerprint, e.subjectId, CANONICAL);
+  }
+  out.put("]");
+}
+
+function historyListSlow(entries: readonly HistoryEntryOf[]): string {
+  return "[" + entries.map((e) => historyEntryJson(e.obs, e.fingerprint, e.subjectId)).join(",") + "]";
+}
+
+/**
+ * A history entry in the dialect of `dialect`: STORED (key tokens, and enum
+ * values as tokens) or CANONICAL (`"key":` and quoted values). The text
+ * between two values is one piece, quotes and commas included: half the
+ * writes of a key, a quote and a comma each.
+ */
+function putHistoryEntry(out: CompactText, o: Observation, fingerprint: string, subjectId: string, dialect: HistoryDialect): void {
+  const p = dialect.pieces;
+  const tokens = dialect.tokens;
+  out.put(p[0]!).put(o.application_receipt_id).put(p[1]!);
+  putEnum(out, o.attribution_level, tokens);
+  out.put(p[2]!).put(floatJson(o.confidence)).put(p[3]!).quoted(o.created_at);
+  out.put(p[4]!).put(o.evaluation_version).put(p[5]!).put(o.evaluator_ref).put(p[6]!);
+  putEnum(out, o.evidence_basis, tokens);
+  out.put(p[7]!);
+  putRefs(out, o.evidence_refs);
+  out.put(p[8]!);
+  putRefs(out, o.memory_ref_digests);
+  out.put(p[9]!).put(fingerprint).put(p[10]!).put(o.observation_id).put(p[11]!).put(o.outcome_ref).put(p[12]!);
+  putRefs(out, o.reason_codes);
+  out.put(p[13]!).put(subjectId).put(p[14]!);
+  putEnum(out, o.utility_label, tokens);
+  out.put(p[15]!);
+}
+
+/** An enum's value: its token in the stored form, else bare (the dialect's pieces quote it). */
 function putEnum(out: CompactText, value: string, tokens: boolean): void {
   if (tokens) out.string(value);
-  else out.put('"').put(value).put('"');
+  else out.put(value);
 }
 
 function putRefs(out: CompactText, xs: readonly string[]): void {
@@ -187,4 +206,26 @@ function putRefs(out: CompactText, xs: readonly string[]): void {
 const HISTORY_KEYS = ["application_receipt_id", "attribution_level", "confidence", "created_at", "evaluation_version", "evaluator_ref", "evidence_basis", "evidence_refs",
   "memory_ref_digests", "observation_fingerprint", "observation_id", "outcome_ref", "reason_codes", "subject_id", "utility_label"];
 const K = Object.fromEntries(HISTORY_KEYS.map((key) => [key, k(key)])) as Record<string, string>;
-const CANONICAL_KEYS = Object.fromEntries(HISTORY_KEYS.map((key) => [key, quote(key) + ":"])) as Record<string, string>;
+
+/** A history entry's text around its values: putHistoryEntry writes value, piece, value, … in HISTORY_KEYS' order. */
+interface HistoryDialect {
+  /** Enum values are written as tokens (the stored form), not quoted. */
+  tokens: boolean;
+  /** One more than the values: the first opens the entry, the last closes it. */
+  pieces: string[];
+}
+
+/** Each history value's kind: a plain string (quoted), an enum (a token in the stored form), or written as it is. */
+const VALUE_KINDS: readonly ("string" | "enum" | "as is")[] = [
+  "string", "enum", "as is", "as is", "string", "string", "enum", "as is", "as is", "string", "string", "string", "as is", "string", "enum",
+];
+
+function historyDialect(keyText: (key: string) => string, tokens: boolean): HistoryDialect {
+  const quoted = (i: number) => VALUE_KINDS[i] === "string" || (VALUE_KINDS[i] === "enum" && !tokens);
+  const pieces = HISTORY_KEYS.map((key, i) => (i === 0 ? "{" : (quoted(i - 1) ? '"' : "") + ",") + keyText(key) + (quoted(i) ? '"' : ""));
+  pieces.push((quoted(HISTORY_KEYS.length - 1) ? '"' : "") + "}");
+  return { tokens, pieces };
+}
+
+const STORED = historyDialect((key) => K[key]!, true);
+const CANONICAL = historyDialect((key) => quote(key) + ":", false);

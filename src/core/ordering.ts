@@ -42,16 +42,9 @@ export function instantOf(createdAt: string): Instant {
   return instant;
 }
 
-const instantOfItem = (item: Ordered): Instant => instantOf(item.created_at);
-
 export function compareOrder(a: Ordered, b: Ordered): number {
-  return compareWithInstants(a, b, instantOfItem);
-}
-
-/** The order key comparison, each created_at's instant from `instant` (looked up only when the two differ). */
-function compareWithInstants<T extends Ordered>(a: T, b: T, instant: (item: T) => Instant): number {
   if (a.created_at !== b.created_at) {
-    const byInstant = compareInstants(instant(a), instant(b));
+    const byInstant = compareInstants(instantOf(a.created_at), instantOf(b.created_at));
     if (byInstant !== 0) return byInstant;
     return pyStrCompare(a.created_at, b.created_at);
   }
@@ -65,11 +58,39 @@ export function latestOf(items: readonly Ordered[]): [string | null, string | nu
   return latest === undefined ? [null, null] : [latest.created_at, latest.observation_id];
 }
 
+/** Index bits packed below a whole second in sortedInOrder's keys: a double holds 2^40 seconds (~34,800 years) above them. */
+const INDEX_SLOTS = 8192;
+
 /**
- * `items` sorted by compareOrder, each instant looked up once (not twice per
- * comparison): the subject recheck sorts every subject of a packet this way.
+ * `items` sorted by compareOrder. Each instant is looked up once, and each item's key, its whole seconds since the
+ * earliest and its index packed into one double, is sorted by the native numeric sort (a comparison function
+ * called ~10,000 times for 1,000 items was ~5% of a reduction); items whose seconds tie are then put in order
+ * by the whole comparison. Too many items to pack take the comparison sort.
  */
 export function sortedInOrder<T extends Ordered>(items: readonly T[]): T[] {
-  const instants = new Map(items.map((item) => [item, instantOf(item.created_at)]));
-  return [...items].sort((a, b) => compareWithInstants(a, b, (item) => instants.get(item)!));
+  const n = items.length;
+  if (n > INDEX_SLOTS) return [...items].sort(compareOrder);
+  const seconds: number[] = new Array<number>(n);
+  let earliest = Infinity;
+  for (let i = 0; i < n; i++) {
+    const s = instantOf(items[i]!.created_at).seconds;
+    seconds[i] = s;
+    if (s < earliest) earliest = s;
+  }
+  const keys = new Float64Array(n);
+  for (let i = 0; i < n; i++) keys[i] = (seconds[i]! - earliest) * INDEX_SLOTS + i;
+  keys.sort();
+  const out: T[] = new Array<T>(n);
+  for (let i = 0; i < n; i++) out[i] = items[keys[i]! % INDEX_SLOTS]!;
+  for (let start = 0; start < n; ) {
+    const second = Math.floor(keys[start]! / INDEX_SLOTS);
+    let end = start + 1;
+    while (end < n && Math.floor(keys[end]! / INDEX_SLOTS) === second) end++;
+    if (end - start > 1) {
+      const run = out.slice(start, end).sort(compareOrder);
+      for (let i = 0; i < run.length; i++) out[start + i] = run[i]!;
+    }
+    start = end;
+  }
+  return out;
 }

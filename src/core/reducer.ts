@@ -123,11 +123,11 @@ export function summaryCountersOf(c: SummaryCounts) {
   };
 }
 
-/** The summary's counters of an analysis and its review proposals. */
-export function countsOf(a: IdentityAnalysis, proposals: readonly PyObject[]): SummaryCounts {
+/** The summary's counters of an analysis and its review proposals (`latest`: `_latest` of its accepted observations, when the caller has it). */
+export function countsOf(a: IdentityAnalysis, proposals: readonly PyObject[], latest: [string | null, string | null] = latestOf(a.unique)): SummaryCounts {
   return {
     accepted: a.unique.length,
-    latest: latestOf(a.unique),
+    latest,
     duplicates: a.duplicateCount,
     conflicts: a.conflicts.length,
     conflictingDeliveries: a.conflictingDeliveries,

@@ -10,7 +10,7 @@ import { observationListReader } from "./observation-reader.js";
 import { PyJsonDecodeError, PyRecursionError, PyValueError, parsePyJsonWith } from "./pyjson-parse.js";
 import { pyStrip } from "./pystr.js";
 import { isPyObject, pySorted, type PyObject, type PyValue } from "./pyvalue.js";
-import { assembleParts, computeParts, invalidRequestJson } from "./packet-parts.js";
+import { assembleParts, assemblePartsLine, computeParts, invalidRequestJson, type PartsView } from "./packet-parts.js";
 import { prepareReduction, type ReduceInput } from "./reducer.js";
 
 export interface CommandResult {
@@ -64,20 +64,31 @@ function requestOf(source: PyObject): {
 
 /** The reducer's packet as canonical JSON (through the same parts the fold stores), and whether it is ok. */
 export function reduceObservationsJson(input: ReduceInput): { json: string; ok: boolean } {
-  const prepared = prepareReduction(input);
-  if (prepared.kind === "packet") return { json: canonicalJson(prepared.packet), ok: prepared.packet.ok === true };
-  const parts = computeParts(prepared.context, prepared.state, undefined, "on read"); // assembled once, right here
-  return { json: assembleParts(parts), ok: parts.rejected === null };
+  const reduced = reduceToParts(input);
+  return { json: "json" in reduced ? reduced.json : assembleParts(reduced.parts), ok: reduced.ok };
 }
 
-export function utilityProject(inputText: string): CommandResult {
-  let result: { json: string; ok: boolean };
+/** The packet as canonical JSON, or as the parts (made on read) to assemble it from, once, as text or as bytes. */
+type Reduced = { ok: boolean; json: string } | { ok: boolean; parts: PartsView };
+
+function reduceToParts(input: ReduceInput): Reduced {
+  const prepared = prepareReduction(input);
+  if (prepared.kind === "packet") return { json: canonicalJson(prepared.packet), ok: prepared.packet.ok === true };
+  const parts = computeParts(prepared.context, prepared.state, undefined, "on read");
+  return { parts, ok: parts.rejected === null };
+}
+
+/** The command's outcome before its packet is written out: a packet, or the text of an invalid request or a crash. */
+type Outcome = { exitCode: number; reduced: Reduced } | { exitCode: number; text: string; crash?: string };
+
+function outcomeOf(inputText: string): Outcome {
+  let reduced: Reduced;
   try {
     // Plain observations are read, validated and fingerprinted while parsing.
     const source = parsePyJsonWith(inputText, observationListReader);
     if (!isPyObject(source)) throw new RequestError("input JSON must contain one object");
     const req = requestOf(source);
-    result = reduceObservationsJson({
+    reduced = reduceToParts({
       observations: req.observations,
       scope: req.scope,
       retrieval_snapshot_ref: req.retrieval,
@@ -87,11 +98,35 @@ export function utilityProject(inputText: string): CommandResult {
     });
   } catch (err) {
     if (err instanceof RequestError || err instanceof ContractError || err instanceof PyJsonDecodeError || err instanceof PyValueError) {
-      return invalidRequest(err.message);
+      return { exitCode: 2, text: invalidRequest(err.message).stdout };
     }
     // Python's json.loads raises RecursionError, which the reference CLI does not catch.
-    if (err instanceof PyRecursionError) return { exitCode: 1, stdout: "", crash: `${err.name}: ${err.message}` };
+    if (err instanceof PyRecursionError) return { exitCode: 1, text: "", crash: `${err.name}: ${err.message}` };
     throw err;
   }
-  return { exitCode: result.ok ? 0 : 2, stdout: result.json };
+  return { exitCode: reduced.ok ? 0 : 2, reduced };
+}
+
+export function utilityProject(inputText: string): CommandResult {
+  const o = outcomeOf(inputText);
+  if (!("reduced" in o)) return o.crash === undefined ? { exitCode: o.exitCode, stdout: o.text } : { exitCode: o.exitCode, stdout: o.text, crash: o.crash };
+  const r = o.reduced;
+  return { exitCode: o.exitCode, stdout: "json" in r ? r.json : assembleParts(r.parts) };
+}
+
+/** What the CLI writes for a request: utilityProject's stdout and a newline, as UTF-8 bytes (none when it crashed). */
+export interface CommandBytes {
+  exitCode: number;
+  stdout: Buffer;
+  crash?: string;
+}
+
+/** utilityProject as the bytes the CLI writes: a packet made from parts is written as bytes once (assemblePartsLine). */
+export function utilityProjectBytes(inputText: string): CommandBytes {
+  const o = outcomeOf(inputText);
+  if (!("reduced" in o)) {
+    return o.crash === undefined ? { exitCode: o.exitCode, stdout: Buffer.from(o.text + "\n") } : { exitCode: o.exitCode, stdout: Buffer.alloc(0), crash: o.crash };
+  }
+  const r = o.reduced;
+  return { exitCode: o.exitCode, stdout: "json" in r ? Buffer.from(r.json + "\n") : assemblePartsLine(r.parts) };
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { utilityProject } from "../../src/core/index.js";
+import { utilityProject, utilityProjectBytes } from "../../src/core/index.js";
 import { conformanceCases, conformanceDivergences } from "../support/conformance.js";
 import { ReferenceOracle, type ProjectResponse } from "../support/reference.js";
 import { firstDifference } from "../support/differential.js";
@@ -20,6 +20,11 @@ describe("conformance inputs against the installed reference (all fields, includ
     const got = utilityProject(text);
     if (got.stdout !== expected.stdout) throw new Error(firstDifference(got.stdout, expected.stdout ?? ""));
     expect(got.exitCode).toBe(expected.exit);
+    // The CLI's bytes, written from the parts: the reference's line, byte for byte.
+    const line = utilityProjectBytes(text);
+    const want = Buffer.from((expected.stdout ?? "") + "\n");
+    if (!line.stdout.equals(want)) throw new Error(firstDifference(line.stdout.toString("latin1"), want.toString("latin1")));
+    expect(line.exitCode).toBe(expected.exit);
   });
 
   it("the recorded divergences of the stored cases are exactly the installed reference's behaviour", async () => {

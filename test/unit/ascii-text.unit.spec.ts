@@ -58,6 +58,19 @@ describe("AsciiText", () => {
   });
 });
 
+describe("AsciiText.take", () => {
+  it("hands over the bytes written: later writes, past the first buffer too, leave them as they were", () => {
+    const text = new AsciiText();
+    const first = text.start().put("first ").put("x".repeat(100)).take()!;
+    const second = text.start().put("second ").put("y".repeat(20000)).take()!;
+    text.start().put("z".repeat(40000));
+    expect(first.toString("latin1")).toBe("first " + "x".repeat(100));
+    expect(second.toString("latin1")).toBe("second " + "y".repeat(20000));
+    expect(text.text()).toBe("z".repeat(40000));
+    expect(text.start().put("caf\u00e9 ").put("\u00e9".repeat(40)).take()).toBeNull();
+  });
+});
+
 describe("historyMember", () => {
   it("is the same string whichever way it is written (ASCII created_at through the buffer, any other concatenated)", () => {
     const id = "muo_" + "a".repeat(64);

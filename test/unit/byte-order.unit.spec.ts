@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { compareBytes, sortedByBytes } from "../../src/core/byte-order.js";
 import { compareOrder, sortedInOrder } from "../../src/core/ordering.js";
@@ -82,5 +83,31 @@ describe("sortedInOrder", () => {
     ];
     expect(sortedInOrder(items).map((o) => [o.created_at, o.observation_id])).toEqual(expected);
     expect(sortedInOrder(items)).toEqual([...items].sort(compareOrder));
+  });
+
+  it("agrees with a comparison sort by compareOrder over years, offsets and shared seconds", () => {
+    const pad = (n: number, w: number) => String(n).padStart(w, "0");
+    const stamp = fc
+      .record({
+        year: fc.constantFrom(1, 1970, 2026, 2027, 9999),
+        month: fc.integer({ min: 1, max: 12 }),
+        day: fc.integer({ min: 1, max: 28 }),
+        hour: fc.integer({ min: 0, max: 23 }),
+        minute: fc.constantFrom(0, 1, 59),
+        second: fc.constantFrom(0, 30, 59),
+        micros: fc.option(fc.constantFrom(0, 1, 500000, 999999)),
+        offset: fc.constantFrom("Z", "+00:00", "+01:00", "-05:30", "+14:00"),
+      })
+      .map((t) => `${pad(t.year, 4)}-${pad(t.month, 2)}-${pad(t.day, 2)}T${pad(t.hour, 2)}:${pad(t.minute, 2)}:${pad(t.second, 2)}${t.micros === null ? "" : "." + pad(t.micros, 6)}${t.offset}`);
+    const item = fc.record({ created_at: stamp, observation_id: fc.constantFrom("a", "b", "muo_1", "muo_2") });
+    fc.assert(
+      fc.property(fc.array(item, { maxLength: 200 }), (items) => {
+        expect(sortedInOrder(items)).toEqual([...items].sort(compareOrder));
+      }),
+      { numRuns: 300 },
+    );
+    // More items than its keys' index bits hold.
+    const many = Array.from({ length: 9000 }, (_, i) => ({ created_at: `2026-01-01T00:00:${pad(i % 60, 2)}Z`, observation_id: pad(9000 - i, 5) }));
+    expect(sortedInOrder(many)).toEqual([...many].sort(compareOrder));
   });
 });

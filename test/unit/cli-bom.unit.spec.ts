@@ -46,7 +46,7 @@ describe("utility-project: an input file that starts with a BOM", () => {
     const request = Buffer.from(JSON.stringify({ observations: [], scope: { agent_id: "a", project_id: "p", corpus_id: "c", surface_id: "s" }, retrieval_snapshot_ref: "r", policy_snapshot_ref: "p" }));
     expect(utilityProjectOutput(request).exitCode).toBe(0);
     expect(utilityProjectOutput(Buffer.concat([BOM, request]))).toEqual({
-      stdout: `{"error":"${PYTHON_BOM_ERROR}","ok":false,"schema_version":"reward_memory_error_v0","status":"invalid_request"}\n`,
+      stdout: Buffer.from(`{"error":"${PYTHON_BOM_ERROR}","ok":false,"schema_version":"reward_memory_error_v0","status":"invalid_request"}\n`),
       stderr: "",
       exitCode: 2,
     });
