@@ -27,7 +27,10 @@ export interface IdentityAnalysis {
   overSubjectLimit: boolean;
   /** Accepted (non-quarantined) representatives, in observation_id order. */
   unique: Observation[];
-  fingerprintOf: Map<Observation, string>;
+  /** Each accepted representative's fingerprint, by its index in `unique`. */
+  fingerprints: string[];
+  /** Each accepted representative's subject group, by its index in `unique`. */
+  groupOf: SubjectGroup[];
   /** Rejection entries of quarantined ids, in observation_id order (unbounded). */
   conflicts: PyObject[];
   duplicateCount: number;
@@ -78,7 +81,7 @@ export function subjectGroupOf(obs: Observation): SubjectGroup {
 export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
   const ids = sortedIds([...state.byId.keys()]);
   const unique: Observation[] = [];
-  const fingerprintOf = new Map<Observation, string>();
+  const fingerprints: string[] = [];
   const conflicts: PyObject[] = [];
   let duplicateCount = 0;
   let conflictingDeliveries = 0;
@@ -96,21 +99,25 @@ export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
     }
     const only = versions[0]!;
     unique.push(only.representative);
-    fingerprintOf.set(only.representative, only.fingerprint);
+    fingerprints.push(only.fingerprint);
   }
   const byKey = new Map<string, SubjectGroup>();
-  for (const obs of unique) {
+  const groupOf: SubjectGroup[] = new Array<SubjectGroup>(unique.length);
+  for (let i = 0; i < unique.length; i++) {
+    const obs = unique[i]!;
     const mapKey = subjectGroupKey(obs);
     let group = byKey.get(mapKey);
     if (group === undefined) byKey.set(mapKey, (group = subjectGroupOf(obs)));
     group.items.push(obs);
+    groupOf[i] = group;
   }
   const groups = [...byKey.values()].sort(compareGroupKeys);
   return {
     overDeliveryLimit: state.deliveries > MAX_PROJECTION_OBSERVATIONS,
     overSubjectLimit: groups.length > MAX_PROJECTION_SUBJECTS,
     unique,
-    fingerprintOf,
+    fingerprints,
+    groupOf,
     conflicts,
     duplicateCount,
     conflictingDeliveries,

@@ -15,7 +15,7 @@ import type { IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { historyEntryStored, historyListJson, historyListLine, type HistoryEntryOf } from "./observation-json.js";
 import { compactJson, compactString, expandTokens, storedSubject } from "./compact-json.js";
-import { compareOrder, sortedInOrder } from "./ordering.js";
+import { compareOrder, indexesInOrder, sortedInOrder } from "./ordering.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } from "./projection.js";
 import { pyEquals, type PyObject } from "./pyvalue.js";
 import { boundsRejection, countsOf, summaryCountersOf, summaryOf, type SummaryCounts } from "./reducer.js";
@@ -327,23 +327,21 @@ export function computeParts(
   if (a.overDeliveryLimit) return parts; // a constant rejected packet: nothing else is needed
   // One sort of the accepted observations in the reference's order gives the history list in order, each
   // subject's observations in time order and the latest of each and of all: no sort or scan per subject.
-  const placed = new Map<Observation, { group: SubjectGroup; inTime: Observation[] }>();
-  for (const group of a.groups) {
-    const slot = { group, inTime: [] as Observation[] };
-    for (const obs of group.items) placed.set(obs, slot);
-  }
-  const inOrder = sortedInOrder(a.unique);
-  for (const obs of inOrder) {
-    const { group, inTime } = placed.get(obs)!;
-    inTime.push(obs);
-    const fingerprint = a.fingerprintOf.get(obs)!;
+  const inTimeOf = new Map<SubjectGroup, Observation[]>();
+  for (const group of a.groups) inTimeOf.set(group, []);
+  const order = indexesInOrder(a.unique);
+  for (const i of order) {
+    const obs = a.unique[i]!;
+    const group = a.groupOf[i]!;
+    const fingerprint = a.fingerprints[i]!;
+    inTimeOf.get(group)!.push(obs);
     parts.history.set(obs.observation_id, historyFragments === "now" ? historyPart(obs, group.subjectId, fingerprint) : new DeferredHistoryPart(obs, group.subjectId, fingerprint));
   }
   const proposals: PyObject[] = [];
   let failure: string | null = null;
   for (const group of a.groups) {
     const prior = previous.subjects.get(group.subjectId);
-    const inTime = placed.get(group.items[0]!)!.inTime;
+    const inTime = inTimeOf.get(group)!;
     const latestMember = parts.history.get(inTime[inTime.length - 1]!.observation_id)!.member;
     const part = prior !== undefined && sameItems(prior.items, group.items) ? prior : subjectPartOf(group, inTime, undefined, latestMember);
     if (failure === null && part.recheckFailure !== null) failure = `projection subject ${group.subjectId} ${part.recheckFailure} is inconsistent`;
@@ -358,7 +356,7 @@ export function computeParts(
     parts.conflicts.set(id, prior ?? compactJson(c));
     parts.conflictCounts.set(id, count);
   }
-  parts.skeleton = skeletonOf(context, a, proposals, inOrder[inOrder.length - 1]);
+  parts.skeleton = skeletonOf(context, a, proposals, order.length > 0 ? a.unique[order[order.length - 1]!] : undefined);
   // The re-reduction runs only on untruncated history, and never on bound-rejected packets.
   if (parts.rejected === null && failure !== null && a.unique.length <= MAX_PROJECTION_HISTORY) parts.rejected = invalidRequestJson(failure);
   return parts;

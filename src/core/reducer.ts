@@ -159,8 +159,8 @@ export function projectIdentityState(context: ReducerContext, state: IdentitySta
     const { subject, proposal } = subjectOfGroup(group);
     subjects.push(subject);
     if (proposal !== null) proposals.push(proposal);
-    for (const obs of group.items) history.push(historyEntry(obs, group.subjectId, a.fingerprintOf.get(obs)));
   }
+  for (let i = 0; i < a.unique.length; i++) history.push(historyEntry(a.unique[i]!, a.groupOf[i]!.subjectId, a.fingerprints[i]));
   const [boundedHistory, truncated] = boundHistory(history);
   return validateProjection(
     baseProjection(context, {
