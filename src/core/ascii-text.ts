@@ -50,6 +50,24 @@ export class AsciiText {
     return this;
   }
 
+  /** `text.slice(from, to)`, without making it (a long range is cut and written natively, as `put` writes it). */
+  putRange(text: string, from: number, to: number): this {
+    const length = to - from;
+    if (length > SHORT_PIECE) return this.put(text.slice(from, to));
+    if (this.used + length > this.buf.length) this.grow(length);
+    const buf = this.buf;
+    let at = this.used;
+    let bits = 0;
+    for (let i = from; i < to; i++) {
+      const c = text.charCodeAt(i);
+      bits |= c;
+      buf[at++] = c;
+    }
+    this.used = at;
+    if (bits > 0x7f) this.ascii = false;
+    return this;
+  }
+
   /** A non-negative integer in decimal, zero-padded to `width` digits (no string made for it). */
   digits(n: number, width: number): this {
     if (!Number.isSafeInteger(n) || n < 0) {

@@ -85,7 +85,25 @@ export function expandTokens(text: string): string {
   return from === 0 ? text : out + text.slice(from);
 }
 
-/** Expansions by token character (code - 0x21), for the scan above. */
+/** expandTokens(text) written into `out`: no concatenation of slices made, then flattened to be written. */
+export function putExpanded(out: AsciiText, text: string): void {
+  let from = 0;
+  for (let i = 0; i < text.length - 1; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 2 && c !== 3) continue;
+    const expanded = (c === 2 ? KEY_TEXT : VALUE_TEXT)[text.charCodeAt(i + 1) - 0x21];
+    if (expanded === undefined) {
+      i++; // as expandTokens: an unknown token stays as it is
+      continue;
+    }
+    out.putRange(text, from, i).put(expanded);
+    from = i + 2;
+    i++;
+  }
+  out.putRange(text, from, text.length);
+}
+
+/** Expansions by token character (code - 0x21), for the scans above. */
 const KEY_TEXT: readonly string[] = KEY_TOKENS.map((k) => quote(k) + ":");
 const VALUE_TEXT: readonly string[] = VALUE_TOKENS.map((v) => JSON.stringify(v));
 

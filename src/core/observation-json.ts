@@ -138,17 +138,8 @@ export function historyListJson(entries: readonly HistoryEntryOf[]): string {
   return listText.text() ?? historyListSlow(entries);
 }
 
-/**
- * `head`, the history list as historyListJson writes it, `tail` and a newline:
- * a packet's line as UTF-8 bytes, written once (not made a string and encoded
- * again), the caller's to keep; null when a piece is not ASCII (the caller then encodes the text).
- */
-export function historyListLine(head: string, entries: readonly HistoryEntryOf[], tail: string): Buffer | null {
-  putHistoryList(listText.start().put(head), entries);
-  return listText.put(tail).put("\n").take();
-}
-
-function putHistoryList(out: CompactText, entries: readonly HistoryEntryOf[]): void {
+/** The canonical history list as historyListJson writes it, into `out`. */
+export function putHistoryList(out: CompactText, entries: readonly HistoryEntryOf[]): void {
   out.put("[");
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i]!;

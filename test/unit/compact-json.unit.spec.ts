@@ -8,7 +8,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { canonicalJson } from "../../src/core/canonical-json.js";
 import { librarySource } from "../../src/adapters/redis/functions.js";
-import { EXPANSION, KEY_TOKENS, VALUE_TOKENS, compactJson, expandTokens } from "../../src/core/compact-json.js";
+import { EXPANSION, KEY_TOKENS, VALUE_TOKENS, compactJson, expandTokens, putExpanded } from "../../src/core/compact-json.js";
+import { AsciiText } from "../../src/core/ascii-text.js";
 import { historyEntryJson, historyEntryStored } from "../../src/core/observation-json.js";
 import { PyFloat, type PyValue } from "../../src/core/pyvalue.js";
 import type { ReducedSubject } from "../../src/core/subject.js";
@@ -138,5 +139,23 @@ describe("expandTokens on text that is not a stored form", () => {
     expect(expandTokens("a\u0003\u0002!")).toBe("a\u0003\u0002!");
     expect(expandTokens("\u0002~x\u0002!")).toBe('\u0002~x"accepted_observation_count":');
     expect(expandTokens("end\u0002")).toBe("end\u0002");
+  });
+});
+
+describe("putExpanded", () => {
+  const expanded = (text: string): string | null => {
+    const out = new AsciiText().start();
+    putExpanded(out, text);
+    return out.text();
+  };
+
+  it("writes canonical JSON for any value's stored form, and the Lua gsub's text for other text", () => {
+    fc.assert(fc.property(value, (v) => expanded(compactJson(v)) === (/^[\x00-\x7f]*$/.test(canonicalJson(v)) ? canonicalJson(v) : null)), { numRuns: 2000 });
+    expect(expanded("\u0002\u0002!")).toBe("\u0002\u0002!");
+    expect(expanded("\u0002~x\u0002!")).toBe('\u0002~x"accepted_observation_count":');
+    expect(expanded("end\u0002")).toBe("end\u0002");
+    // Long runs between tokens are cut and written natively; tokens back to back leave empty runs.
+    const long = "x".repeat(100);
+    expect(expanded(`${long}\u0002!\u0002!${long}`)).toBe(`${long}"accepted_observation_count":"accepted_observation_count":${long}`);
   });
 });
