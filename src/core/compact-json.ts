@@ -9,7 +9,7 @@
  * function (mufold_v1.lua, EXPANSION) and `expandTokens` are the two
  * expanders; a unit test holds their tables equal.
  */
-import { floatJson, needsEscape, quote, sortedKeys } from "./canonical-json.js";
+import { canonicalJson, floatJson, needsEscape, quote, sortedKeys } from "./canonical-json.js";
 import { PyFloat, type PyValue } from "./pyvalue.js";
 import type { LabelSummaryEntry, ReducedSubject } from "./subject.js";
 import { AsciiText } from "./ascii-text.js";
@@ -140,44 +140,57 @@ export function compactJson(v: PyValue): string {
 
 const k = compactKey;
 /**
- * The constant text before each value of a subject's stored form, its keys in
- * canonical order. Each `+` of the writer below makes one string (a
+ * The constant text before each value of a subject, its keys in canonical
+ * order, in a dialect: the stored form (key and value tokens) or canonical JSON. Each `+` of the writer below makes one string (a
  * concatenation node), so the constant runs are joined once here: a fragment
  * is ~50 pieces instead of ~90.
  */
-const S = {
-  level: "{" + k("action_authority_granted") + compactJson(false) + "," + k("attribution_level"),
-  confidence: "," + k("automatic_deletion") + compactJson(false) + "," + k("confidence"),
-  basis: "," + k("effective_evidence_basis"),
-  label: "," + k("effective_utility_label"),
-  summary: "," + k("evidence_label_summary") + "[",
-  replay: "]," + k("evidence_strength") + "{" + k("controlled_replay"),
-  effect: "," + k("deterministic_effect"),
-  inference: "," + k("evaluator_inference"),
-  insufficient: "," + k("insufficient"),
-  owner: "," + k("owner_correction"),
-  lastId: "}," + k("last_observation_id"),
-  lastAt: "," + k("last_observed_at"),
-  digests: "," + k("memory_ref_digests") + "[",
-  count: "]," + k("observation_count"),
-  review: "," + k("read_only") + compactJson(true) + "," + k("review") + "{" + k("action_authority_granted") + compactJson(false) + "," + k("automatic_deletion") + compactJson(false) + "," + k("proposed_action"),
-  quarantine: "," + k("quarantine_proposed"),
-  reasons: "," + k("reason_codes") + "[",
-  state: "]," + k("state"),
-  subject: "}," + k("subject_id"),
-  harmful: "," + k("support") + "{" + k("harmful"),
-  helpful: "," + k("helpful"),
-  neutral: "," + k("neutral"),
-  unknown: "," + k("unknown"),
-  uncertainty: "}," + k("uncertainty"),
-  max: "," + k("utility_bounds") + "{" + k("max"),
-  min: "," + k("min"),
-  estimate: "}," + k("utility_estimate"),
-  entry: "{" + k("combined_confidence"),
-  entryBasis: "," + k("evidence_basis"),
-  entryCount: "," + k("observation_count"),
-  entryLabel: "," + k("utility_label"),
-} as const;
+function subjectPieces(key: (name: string) => string, json: (v: PyValue) => string) {
+  return {
+    level: "{" + key("action_authority_granted") + json(false) + "," + key("attribution_level"),
+    confidence: "," + key("automatic_deletion") + json(false) + "," + key("confidence"),
+    basis: "," + key("effective_evidence_basis"),
+    label: "," + key("effective_utility_label"),
+    summary: "," + key("evidence_label_summary") + "[",
+    replay: "]," + key("evidence_strength") + "{" + key("controlled_replay"),
+    effect: "," + key("deterministic_effect"),
+    inference: "," + key("evaluator_inference"),
+    insufficient: "," + key("insufficient"),
+    owner: "," + key("owner_correction"),
+    lastId: "}," + key("last_observation_id"),
+    lastAt: "," + key("last_observed_at"),
+    digests: "," + key("memory_ref_digests") + "[",
+    count: "]," + key("observation_count"),
+    review: "," + key("read_only") + json(true) + "," + key("review") + "{" + key("action_authority_granted") + json(false) + "," + key("automatic_deletion") + json(false) + "," + key("proposed_action"),
+    quarantine: "," + key("quarantine_proposed"),
+    reasons: "," + key("reason_codes") + "[",
+    state: "]," + key("state"),
+    subject: "}," + key("subject_id"),
+    harmful: "," + key("support") + "{" + key("harmful"),
+    helpful: "," + key("helpful"),
+    neutral: "," + key("neutral"),
+    unknown: "," + key("unknown"),
+    uncertainty: "}," + key("uncertainty"),
+    max: "," + key("utility_bounds") + "{" + key("max"),
+    min: "," + key("min"),
+    estimate: "}," + key("utility_estimate"),
+    entry: "{" + key("combined_confidence"),
+    entryBasis: "," + key("evidence_basis"),
+    entryCount: "," + key("observation_count"),
+    entryLabel: "," + key("utility_label"),
+  };
+}
+
+const S = subjectPieces(k, compactJson);
+
+/** How a subject is written: its pieces (above) and whether its string values are written as tokens. */
+interface SubjectDialect {
+  pieces: typeof S;
+  tokens: boolean;
+}
+
+const STORED_SUBJECT: SubjectDialect = { pieces: S, tokens: true };
+const CANONICAL_SUBJECT: SubjectDialect = { pieces: subjectPieces((name) => quote(name) + ":", canonicalJson), tokens: false };
 
 const bool = (b: boolean): string => valueTokenOf.get(b)!;
 
@@ -209,7 +222,7 @@ function summary(entries: readonly LabelSummaryEntry[]): string {
  * about twice the time of this one.
  */
 export function storedSubject(s: ReducedSubject): string {
-  const ascii = storedSubjectAscii(s);
+  const ascii = subjectAscii(s, STORED_SUBJECT);
   if (ascii !== null) return ascii;
   const r = s.review;
   const sup = s.support;
@@ -239,46 +252,58 @@ export class CompactText extends AsciiText {
     return needsEscape(value) ? this.put(quote(value)) : this.put('"').put(value).put('"');
   }
 
-  stringOrNull(value: string | null): this {
-    return value === null ? this.put("null") : this.string(value);
+  /** A string value in a dialect: as `string` writes it (`tokens`), else quoted. */
+  value(value: string, tokens: boolean): this {
+    return tokens ? this.string(value) : this.quoted(value);
+  }
+
+  valueOrNull(value: string | null, tokens: boolean): this {
+    return value === null ? this.put("null") : this.value(value, tokens);
   }
 }
 
 const text = new CompactText();
 
-/** storedSubject written into one buffer; null when a piece is not ASCII (a fold's subjects always are: refs, enums, ids, numbers). */
-function storedSubjectAscii(s: ReducedSubject): string | null {
+/** A subject in `d`'s dialect, written into one buffer; null when a piece is not ASCII (a fold's subjects always are: refs, enums, ids, numbers). */
+function subjectAscii(s: ReducedSubject, d: SubjectDialect): string | null {
+  const P = d.pieces;
+  const t = d.tokens;
   const r = s.review;
   const sup = s.support;
   const st = s.evidence_strength;
-  text.start().put(S.level).string(s.attribution_level).put(S.confidence).put(floatJson(s.confidence.value));
-  text.put(S.basis).string(s.effective_evidence_basis).put(S.label).string(s.effective_utility_label).put(S.summary);
+  text.start().put(P.level).value(s.attribution_level, t).put(P.confidence).put(floatJson(s.confidence.value));
+  text.put(P.basis).value(s.effective_evidence_basis, t).put(P.label).value(s.effective_utility_label, t).put(P.summary);
   const entries = s.evidence_label_summary;
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i]!;
     if (i > 0) text.put(",");
-    text.put(S.entry).put(floatJson(e.combined_confidence.value)).put(S.entryBasis).string(e.evidence_basis);
-    text.put(S.entryCount).put(String(e.observation_count)).put(S.entryLabel).string(e.utility_label).put("}");
+    text.put(P.entry).put(floatJson(e.combined_confidence.value)).put(P.entryBasis).value(e.evidence_basis, t);
+    text.put(P.entryCount).put(String(e.observation_count)).put(P.entryLabel).value(e.utility_label, t).put("}");
   }
-  text.put(S.replay).put(String(st.controlled_replay)).put(S.effect).put(String(st.deterministic_effect)).put(S.inference).put(String(st.evaluator_inference));
-  text.put(S.insufficient).put(String(st.insufficient)).put(S.owner).put(String(st.owner_correction));
-  text.put(S.lastId).stringOrNull(s.last_observation_id);
-  text.put(S.lastAt).stringOrNull(s.last_observed_at);
-  text.put(S.digests);
-  putStrings(s.memory_ref_digests);
-  text.put(S.count).put(String(s.observation_count));
-  text.put(S.review).string(r.proposed_action).put(S.quarantine).put(bool(r.quarantine_proposed)).put(S.reasons);
-  putStrings(r.reason_codes);
-  text.put(S.state).string(r.state).put(S.subject).string(s.subject_id);
-  text.put(S.harmful).put(String(sup.harmful)).put(S.helpful).put(String(sup.helpful)).put(S.neutral).put(String(sup.neutral)).put(S.unknown).put(String(sup.unknown));
-  text.put(S.uncertainty).put(floatJson(s.uncertainty.value)).put(S.max).put(floatJson(s.utility_bounds.max.value)).put(S.min).put(floatJson(s.utility_bounds.min.value));
-  text.put(S.estimate).put(floatJson(s.utility_estimate.value)).put("}");
+  text.put(P.replay).put(String(st.controlled_replay)).put(P.effect).put(String(st.deterministic_effect)).put(P.inference).put(String(st.evaluator_inference));
+  text.put(P.insufficient).put(String(st.insufficient)).put(P.owner).put(String(st.owner_correction));
+  text.put(P.lastId).valueOrNull(s.last_observation_id, t);
+  text.put(P.lastAt).valueOrNull(s.last_observed_at, t);
+  text.put(P.digests);
+  putStrings(s.memory_ref_digests, t);
+  text.put(P.count).put(String(s.observation_count));
+  text.put(P.review).value(r.proposed_action, t).put(P.quarantine).put(t ? bool(r.quarantine_proposed) : String(r.quarantine_proposed)).put(P.reasons);
+  putStrings(r.reason_codes, t);
+  text.put(P.state).value(r.state, t).put(P.subject).value(s.subject_id, t);
+  text.put(P.harmful).put(String(sup.harmful)).put(P.helpful).put(String(sup.helpful)).put(P.neutral).put(String(sup.neutral)).put(P.unknown).put(String(sup.unknown));
+  text.put(P.uncertainty).put(floatJson(s.uncertainty.value)).put(P.max).put(floatJson(s.utility_bounds.max.value)).put(P.min).put(floatJson(s.utility_bounds.min.value));
+  text.put(P.estimate).put(floatJson(s.utility_estimate.value)).put("}");
   return text.text();
 }
 
-function putStrings(list: readonly string[]): void {
+function putStrings(list: readonly string[], tokens: boolean): void {
   for (let i = 0; i < list.length; i++) {
     if (i > 0) text.put(",");
-    text.string(list[i]!);
+    text.value(list[i]!, tokens);
   }
+}
+
+/** canonicalJson of a subject reduceSubject made, written as storedSubject writes its stored form (a one-shot packet's subjects). */
+export function canonicalSubject(s: ReducedSubject): string {
+  return subjectAscii(s, CANONICAL_SUBJECT) ?? canonicalJson(s as unknown as PyValue);
 }

@@ -14,7 +14,7 @@ import { reducerIdentity, type ReducerContext } from "./identity.js";
 import type { IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { historyEntryStored, historyListJson, putHistoryList, type HistoryEntryOf } from "./observation-json.js";
-import { CompactText, compactJson, compactString, expandTokens, putExpanded, storedSubject } from "./compact-json.js";
+import { CompactText, canonicalSubject, compactJson, compactString, expandTokens, putExpanded, storedSubject } from "./compact-json.js";
 import { compareOrder, indexesInOrder, sortedInOrder } from "./ordering.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } from "./projection.js";
 import { pyEquals, type PyObject } from "./pyvalue.js";
@@ -143,6 +143,8 @@ export function subjectPartOf(
   latestMember?: string,
   /** The subject's member, when the caller holds it already (it is fixed by the group). */
   member?: string,
+  /** "canonical": the fragment and the proposal as canonical JSON (a one-shot packet's, assembled once), not the stored form. */
+  form: "stored" | "canonical" = "stored",
 ): SubjectPart {
   let latest = group.items[0]!;
   if (chronological !== undefined) latest = chronological[chronological.length - 1]!;
@@ -150,8 +152,8 @@ export function subjectPartOf(
   const { subject, proposal } = subjectOfGroup(group, latest, factors?.byId);
   return {
     member: member ?? subjectMember(group.level, group.key, group.subjectId),
-    fragment: storedSubject(subject),
-    proposal: proposal === null ? null : compactJson(proposal),
+    fragment: form === "canonical" ? canonicalSubject(subject) : storedSubject(subject),
+    proposal: proposal === null ? null : form === "canonical" ? canonicalJson(proposal) : compactJson(proposal),
     conflict: proposal !== null && proposal.state === "conflict",
     latest: latestMember ?? historyMember(latest.created_at, latest.observation_id),
     items: group.items,
@@ -309,7 +311,10 @@ export function computeParts(
   context: ReducerContext,
   state: IdentityState,
   previous: PartsView = emptyParts(),
-  /** "on read": history fragments are written when first read (for one assembly; see DeferredHistoryPart). */
+  /**
+   * "on read": made for one assembly. History fragments are written when first read (see DeferredHistoryPart),
+   * subjects, proposals and conflicts are canonical JSON (no tokens to expand), and `previous` is not reused.
+   */
   historyFragments: "now" | "on read" = "now",
 ): PartsView {
   const a = analyzeIdentityState(state);
@@ -325,6 +330,7 @@ export function computeParts(
     conflictCounts: new Map(),
   };
   if (a.overDeliveryLimit) return parts; // a constant rejected packet: nothing else is needed
+  const onRead = historyFragments === "on read";
   // One sort of the accepted observations in the reference's order gives the history list in order, each
   // subject's observations in time order and the latest of each and of all: no sort or scan per subject.
   const inTimeOf = new Map<SubjectGroup, Observation[]>();
@@ -340,10 +346,10 @@ export function computeParts(
   const proposals: PyObject[] = [];
   let failure: string | null = null;
   for (const group of a.groups) {
-    const prior = previous.subjects.get(group.subjectId);
+    const prior = onRead ? undefined : previous.subjects.get(group.subjectId);
     const inTime = inTimeOf.get(group)!;
     const latestMember = parts.history.get(inTime[inTime.length - 1]!.observation_id)!.member;
-    const part = prior !== undefined && sameItems(prior.items, group.items) ? prior : subjectPartOf(group, inTime, undefined, latestMember);
+    const part = prior !== undefined && sameItems(prior.items, group.items) ? prior : subjectPartOf(group, inTime, undefined, latestMember, undefined, onRead ? "canonical" : "stored");
     if (failure === null && part.recheckFailure !== null) failure = `projection subject ${group.subjectId} ${part.recheckFailure} is inconsistent`;
     if (part.proposal !== null) proposals.push({ state: part.conflict ? "conflict" : "review" });
     parts.subjects.set(group.subjectId, part);
@@ -352,8 +358,8 @@ export function computeParts(
     const id = c.observation_id as string;
     const count = c.delivery_count as number;
     // Every delivery of a quarantined id raises its count, so an unchanged count means unchanged bytes.
-    const prior = previous.conflictCounts.get(id) === count ? previous.conflicts.get(id) : undefined;
-    parts.conflicts.set(id, prior ?? compactJson(c));
+    const prior = !onRead && previous.conflictCounts.get(id) === count ? previous.conflicts.get(id) : undefined;
+    parts.conflicts.set(id, prior ?? (onRead ? canonicalJson(c) : compactJson(c)));
     parts.conflictCounts.set(id, count);
   }
   parts.skeleton = skeletonOf(context, a, proposals, order.length > 0 ? a.unique[order[order.length - 1]!] : undefined);
@@ -429,9 +435,10 @@ export function assembleParts(parts: PartsView): string {
 
 /**
  * assembleParts' text and a newline, as the UTF-8 bytes the CLI writes. Parts
- * made on read (an ASCII packet) are written into one buffer, tokens expanded
- * on the way, and handed over: not made a string and encoded again (at 300
- * deliveries that was a sixth of the reduction).
+ * made on read (an ASCII packet) are written into one buffer and handed over,
+ * not made a string and encoded again (at 300 deliveries that was a sixth of
+ * the reduction): the skeleton's tokens expanded on the way, the history list
+ * written from its observations, the other lists canonical already.
  */
 export function assemblePartsLine(parts: PartsView): Buffer {
   const l = parts.rejected === null ? onReadLists(parts) : null;
@@ -446,7 +453,7 @@ export function assemblePartsLine(parts: PartsView): Buffer {
       const list = lists[i]!;
       for (let j = 0; j < list.length; j++) {
         if (j > 0) out.put(",");
-        putExpanded(out, list[j]!);
+        out.put(list[j]!); // canonical already (computeParts, on read)
       }
       out.put("]");
     }

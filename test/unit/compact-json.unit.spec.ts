@@ -88,7 +88,7 @@ describe("storedSubject", () => {
     const { projectIdentityState } = await import("../../src/core/reducer.js");
     const { emptyIdentityState, foldDelivery } = await import("../../src/core/identity-state.js");
     const { contextOfObservation } = await import("../../src/core/identity.js");
-    const { storedSubject } = await import("../../src/core/compact-json.js");
+    const { canonicalSubject, storedSubject } = await import("../../src/core/compact-json.js");
     let subjects = 0;
     for (const seed of [1, 2, 3]) {
       const all = [...simulate({ agents: 1, observationsPerAgent: 300, snapshotEvery: 1e9, duplicateRate: 0.1, conflictRate: 0.1, memories: 8, seed })];
@@ -97,14 +97,15 @@ describe("storedSubject", () => {
       const packet = projectIdentityState(contextOfObservation(all[0]!.observation, "memory_utility_reducer_v0"), state) as { subjects: PyValue[] };
       for (const s of packet.subjects) {
         expect(storedSubject(s as unknown as ReducedSubject)).toBe(compactJson(s));
+        expect(canonicalSubject(s as unknown as ReducedSubject)).toBe(canonicalJson(s));
         subjects++;
       }
     }
     expect(subjects).toBeGreaterThan(30);
   });
 
-  it("equals compactJson on random subjects of its type (any strings, floats and counts, null latest fields)", async () => {
-    const { storedSubject } = await import("../../src/core/compact-json.js");
+  it("equals compactJson on random subjects of its type (any strings, floats and counts, null latest fields), and canonicalSubject canonicalJson", async () => {
+    const { canonicalSubject, storedSubject } = await import("../../src/core/compact-json.js");
     const float = fc.double({ noNaN: true, noDefaultInfinity: true }).map((x) => new PyFloat(x));
     const count = fc.oneof(fc.nat(), fc.constant(-0));
     const entry = fc.record({ combined_confidence: float, evidence_basis: text, observation_count: count, utility_label: text });
@@ -130,6 +131,7 @@ describe("storedSubject", () => {
       action_authority_granted: fc.constant(false),
     });
     fc.assert(fc.property(subject, (s) => storedSubject(s as unknown as ReducedSubject) === compactJson(s as unknown as PyValue)), { numRuns: 2000 });
+    fc.assert(fc.property(subject, (s) => canonicalSubject(s as unknown as ReducedSubject) === canonicalJson(s as unknown as PyValue)), { numRuns: 2000 });
   });
 });
 
