@@ -331,6 +331,7 @@ export function computeParts(
   };
   if (a.overDeliveryLimit) return parts; // a constant rejected packet: nothing else is needed
   const onRead = historyFragments === "on read";
+  if (onRead) madeOnRead.add(parts);
   // One sort of the accepted observations in the reference's order gives the history list in order, each
   // subject's observations in time order and the latest of each and of all: no sort or scan per subject.
   const inTimeOf = new Map<SubjectGroup, Observation[]>();
@@ -466,8 +467,13 @@ export function assemblePartsLine(parts: PartsView): Buffer {
 
 const lineText = new CompactText();
 
-/** The packet's lists when its history parts were all made on read (then placed in order: computeParts), else null. */
+/**
+ * Parts computeParts made on read: history parts deferred and placed in order, the other lists canonical JSON.
+ * Marked, not recognised by their history parts' class: parts with no accepted observation have none.
+ */
+const madeOnRead = new WeakSet<PartsView>();
+
+/** The packet's lists when its parts were made on read, else null. */
 function onReadLists(parts: PartsView): PacketLists | null {
-  for (const h of parts.history.values()) if (!(h instanceof DeferredHistoryPart)) return null;
-  return packetLists(parts, true);
+  return madeOnRead.has(parts) ? packetLists(parts, true) : null;
 }

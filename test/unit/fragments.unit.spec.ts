@@ -17,7 +17,7 @@ import {
 } from "../../src/core/index.js";
 import { observationIdentityJson, observationJson, historyEntryJson, historyListJson } from "../../src/core/observation-json.js";
 import { historyEntry, historyEntryToPy } from "../../src/core/projection.js";
-import { assembleParts, computeParts } from "../../src/core/packet-parts.js";
+import { assembleParts, assemblePartsLine, computeParts } from "../../src/core/packet-parts.js";
 import { IDENTITY_FIELDS } from "../../src/core/observation.js";
 import { simulate } from "../../producers/simulation.js";
 import { conformanceCases } from "../support/conformance.js";
@@ -91,6 +91,20 @@ describe("history fragments written on read (the one-shot reduction's assembly)"
     expect(assembleParts(parts)).toBe(expected);
     const now = computeParts(context, state);
     for (const [id, h] of now.history) expect(parts.history.get(id)!.fragment).toBe(h.fragment);
+  });
+
+  it("a packet of conflicts and no accepted observation: the CLI's line is the object path's, from parts made either way", () => {
+    const some = oneIdentity(40).slice(0, 5);
+    const context = contextOfObservation(some[0]!, "memory_utility_reducer_v0");
+    const state = emptyIdentityState();
+    // The same id with another confidence: another fingerprint, so every id is quarantined.
+    for (const o of some) for (const confidence of [0.25, 0.75]) foldDelivery(state, { ...o, confidence });
+    const packet = projectIdentityState(context, state);
+    expect(packet.accepted_observation_count).toBe(0);
+    expect((packet.rejections as PyObject[]).length).toBeGreaterThan(0);
+    const expected = canonicalJson(packet) + "\n";
+    expect(assemblePartsLine(computeParts(context, state)).toString("utf8")).toBe(expected);
+    expect(assemblePartsLine(computeParts(context, state, undefined, "on read")).toString("utf8")).toBe(expected);
   });
 
   it("the history list is written in one buffer, and the concatenating way when a created_at is not ASCII, to the same bytes", () => {
