@@ -62,13 +62,7 @@ function requestOf(source: PyObject): {
   return { observations, scope, retrieval, policy, reducerVersion, previous };
 }
 
-/** The reducer's packet as canonical JSON (through the same parts the fold stores), and whether it is ok. */
-export function reduceObservationsJson(input: ReduceInput): { json: string; ok: boolean } {
-  const reduced = reduceToParts(input);
-  return { json: "json" in reduced ? reduced.json : assembleParts(reduced.parts), ok: reduced.ok };
-}
-
-/** The packet as canonical JSON, or as the parts (made on read) to assemble it from, once, as text or as bytes. */
+/** The reducer's packet (through the same parts the fold stores): canonical JSON, or the parts (made on read) to assemble it from, once, as text or as bytes. */
 type Reduced = { ok: boolean; json: string } | { ok: boolean; parts: PartsView };
 
 function reduceToParts(input: ReduceInput): Reduced {
