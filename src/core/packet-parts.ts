@@ -306,7 +306,7 @@ export function invalidRequestJson(message: string): string {
   return canonicalJson({ ok: false, schema_version: "reward_memory_error_v0", status: "invalid_request", error: message });
 }
 
-/** The parts of an identity state; `previous` lets unchanged subjects keep their fragment. */
+/** The parts of an identity state; `previous` (parts made for the store) lets unchanged subjects keep their fragment. */
 export function computeParts(
   context: ReducerContext,
   state: IdentityState,
@@ -317,6 +317,7 @@ export function computeParts(
    */
   historyFragments: "now" | "on read" = "now",
 ): PartsView {
+  if (madeOnRead.has(previous)) throw new Error("computeParts: `previous` was made on read (canonical fragments), not for the store");
   const a = analyzeIdentityState(state);
   const rejectedPacket = boundsRejection(context, a);
   const parts: PartsView = {

@@ -87,10 +87,31 @@ describe("history fragments written on read (the one-shot reduction's assembly)"
     const expected = canonicalJson(projectIdentityState(context, state));
     const parts = computeParts(context, state, undefined, "on read");
     expect(assembleParts(parts)).toBe(expected);
-    // Read again (each fragment is written once and kept), and equal to the fragments written at once.
+    // Assembled again, as text and as the CLI's bytes; and a deferred part's fragment equals the one written at once.
     expect(assembleParts(parts)).toBe(expected);
+    expect(assemblePartsLine(parts).toString("utf8")).toBe(expected + "\n");
     const now = computeParts(context, state);
+    expect(assemblePartsLine(now).toString("utf8")).toBe(expected + "\n");
     for (const [id, h] of now.history) expect(parts.history.get(id)!.fragment).toBe(h.fragment);
+  });
+
+  it.each([40, 300])("the CLI's bytes when a created_at is not ASCII (%i deliveries): the object path's, in UTF-8", (deliveries) => {
+    const all = oneIdentity(deliveries).map((o, i) => (i === 7 ? { ...o, created_at: o.created_at.replace("T", "\u00e9") } : o));
+    expect(all[7]!.created_at).toContain("\u00e9");
+    const context = contextOfObservation(all[0]!, "memory_utility_reducer_v0");
+    const state = emptyIdentityState();
+    for (const o of all) foldDelivery(state, o);
+    const expected = canonicalJson(projectIdentityState(context, state));
+    expect(expected).toContain("\u00e9");
+    expect(assemblePartsLine(computeParts(context, state, undefined, "on read")).equals(Buffer.from(expected + "\n", "utf8"))).toBe(true);
+  });
+
+  it("refuses parts made on read as `previous` (their fragments are canonical JSON, not the stored form)", () => {
+    const all = oneIdentity(40);
+    const context = contextOfObservation(all[0]!, "memory_utility_reducer_v0");
+    const state = emptyIdentityState();
+    for (const o of all) foldDelivery(state, o);
+    expect(() => computeParts(context, state, computeParts(context, state, undefined, "on read"))).toThrow("made on read");
   });
 
   it("a packet of conflicts and no accepted observation: the CLI's line is the object path's, from parts made either way", () => {
