@@ -34,27 +34,21 @@ export class AsciiText {
       if (written !== length) this.ascii = false;
       return this;
     }
-    if (this.used + length > this.buf.length) this.grow(length);
-    // Most pieces are a key or a short value: a loop here costs less than a call into the native writer, and
-    // checks ASCII in the same pass (a char code above 0x7f spoils the text; its low byte is what latin1 writes).
-    const buf = this.buf;
-    let at = this.used;
-    let bits = 0;
-    for (let i = 0; i < length; i++) {
-      const c = piece.charCodeAt(i);
-      bits |= c;
-      buf[at++] = c;
-    }
-    this.used = at;
-    if (bits > 0x7f) this.ascii = false;
-    return this;
+    return this.copyShort(piece, 0, length);
   }
 
   /** `text.slice(from, to)`, without making it (a long range is cut and written natively, as `put` writes it). */
   putRange(text: string, from: number, to: number): this {
-    const length = to - from;
-    if (length > SHORT_PIECE) return this.put(text.slice(from, to));
-    if (this.used + length > this.buf.length) this.grow(length);
+    return to - from > SHORT_PIECE ? this.put(text.slice(from, to)) : this.copyShort(text, from, to);
+  }
+
+  /**
+   * A short run of `text`: most pieces are a key or a short value, and a loop costs less than a call into the
+   * native writer, checking ASCII in the same pass (a char code above 0x7f spoils the text; its low byte is what
+   * latin1 writes).
+   */
+  private copyShort(text: string, from: number, to: number): this {
+    if (this.used + (to - from) > this.buf.length) this.grow(to - from);
     const buf = this.buf;
     let at = this.used;
     let bits = 0;

@@ -141,9 +141,10 @@ export function compactJson(v: PyValue): string {
 const k = compactKey;
 /**
  * The constant text before each value of a subject, its keys in canonical
- * order, in a dialect: the stored form (key and value tokens) or canonical JSON. Each `+` of the writer below makes one string (a
- * concatenation node), so the constant runs are joined once here: a fragment
- * is ~50 pieces instead of ~90.
+ * order, in a dialect: the stored form (key and value tokens) or canonical
+ * JSON. Each `+` of the writer below makes one string (a concatenation node),
+ * so the constant runs are joined once here: a fragment is ~50 pieces instead
+ * of ~90.
  */
 function subjectPieces(key: (name: string) => string, json: (v: PyValue) => string) {
   return {

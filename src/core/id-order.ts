@@ -3,18 +3,16 @@
  * the contract's ids (`muo_` and 64 lowercase hex digits, ASCII) is also
  * Python's. A one-shot reduction sorts every id it holds: the engine's string
  * sort, comparing ids that are views into the request's text, was ~4% of a
- * reduction at 1,000 deliveries. Ids of that form sort instead by a number
- * made of their first ten hex digits and their index, packed into one double,
- * with the native numeric sort; ids whose numbers tie are put in order by
- * comparing them whole. Any other id, or too many ids to pack, takes the
- * string sort.
+ * reduction at 1,000 deliveries. Ids of that form sort instead by the number
+ * their first ten hex digits make (packed-order.ts), ties compared whole. Any
+ * other id, or too many ids to pack, takes the string sort.
  */
+import { PACKED_ORDER_MAX_ITEMS, indexesByPackedKeys } from "./packed-order.js";
 
 const PREFIX = "muo_";
 const ID_LENGTH = 68;
-/** Hex digits read into the number: 40 bits, leaving 13 for the index within a double's 53. */
+/** Hex digits read into the number: 40 bits, packed-order.ts's key limit. */
 const DIGITS = 10;
-const INDEX_SLOTS = 8192;
 
 /** The first DIGITS hex digits after the prefix as a number, or -1 when `id` is not of the contract's form there. */
 function leadingNumber(id: string): number {
@@ -31,26 +29,13 @@ function leadingNumber(id: string): number {
 
 export function sortedIds(ids: readonly string[]): string[] {
   const n = ids.length;
-  if (n > INDEX_SLOTS) return [...ids].sort();
-  const keys = new Float64Array(n);
+  if (n > PACKED_ORDER_MAX_ITEMS) return [...ids].sort();
+  const leads: number[] = new Array<number>(n);
   for (let i = 0; i < n; i++) {
     const lead = leadingNumber(ids[i]!);
     if (lead < 0) return [...ids].sort();
-    keys[i] = lead * INDEX_SLOTS + i;
+    leads[i] = lead;
   }
-  keys.sort();
-  const out: string[] = new Array<string>(n);
-  for (let i = 0; i < n; i++) out[i] = ids[keys[i]! % INDEX_SLOTS]!;
-  // Equal leading numbers sit together, in index order: put each such run in string order.
-  for (let start = 0; start < n; ) {
-    const lead = Math.floor(keys[start]! / INDEX_SLOTS);
-    let end = start + 1;
-    while (end < n && Math.floor(keys[end]! / INDEX_SLOTS) === lead) end++;
-    if (end - start > 1) {
-      const run = out.slice(start, end).sort();
-      for (let i = 0; i < run.length; i++) out[start + i] = run[i]!;
-    }
-    start = end;
-  }
-  return out;
+  const byId = (x: number, y: number) => (ids[x]! < ids[y]! ? -1 : ids[x]! > ids[y]! ? 1 : 0);
+  return indexesByPackedKeys(leads, byId).map((i) => ids[i]!);
 }

@@ -5,6 +5,7 @@
  */
 import { parseContractTimestamp } from "./fields.js";
 import { compareInstants, utcInstant, type Instant } from "./iso-timestamp.js";
+import { PACKED_ORDER_MAX_ITEMS, indexesByPackedKeys } from "./packed-order.js";
 import { pyStrCompare } from "./pyvalue.js";
 
 export interface Ordered {
@@ -40,14 +41,11 @@ export function latestOf(items: readonly Ordered[]): [string | null, string | nu
   return latest === undefined ? [null, null] : [latest.created_at, latest.observation_id];
 }
 
-/** Index bits packed below a whole second in sortedInOrder's keys: a double holds 2^40 seconds (~34,800 years) above them. */
-const INDEX_SLOTS = 8192;
-
 /**
- * `items` sorted by compareOrder. Each instant is looked up once, and each item's key, its whole seconds since the
- * earliest and its index packed into one double, is sorted by the native numeric sort (a comparison function
- * called ~10,000 times for 1,000 items was ~5% of a reduction); items whose seconds tie are then put in order
- * by the whole comparison. Too many items to pack take the comparison sort.
+ * `items` sorted by compareOrder. Each instant is looked up once, and the items are ordered by their whole seconds
+ * since the earliest with the native numeric sort (packed-order.ts); items whose seconds tie are then put in order
+ * by the whole comparison (any span of years 1 to 9999 is below 2^39 seconds). Too many items to pack take the
+ * comparison sort.
  */
 export function sortedInOrder<T extends Ordered>(items: readonly T[]): T[] {
   return indexesInOrder(items).map((i) => items[i]!);
@@ -57,7 +55,7 @@ export function sortedInOrder<T extends Ordered>(items: readonly T[]): T[] {
 export function indexesInOrder(items: readonly Ordered[]): number[] {
   const n = items.length;
   const byItem = (x: number, y: number) => compareOrder(items[x]!, items[y]!);
-  if (n > INDEX_SLOTS) return Array.from({ length: n }, (_, i) => i).sort(byItem);
+  if (n > PACKED_ORDER_MAX_ITEMS) return Array.from({ length: n }, (_, i) => i).sort(byItem);
   const seconds: number[] = new Array<number>(n);
   let earliest = Infinity;
   for (let i = 0; i < n; i++) {
@@ -65,20 +63,6 @@ export function indexesInOrder(items: readonly Ordered[]): number[] {
     seconds[i] = s;
     if (s < earliest) earliest = s;
   }
-  const keys = new Float64Array(n);
-  for (let i = 0; i < n; i++) keys[i] = (seconds[i]! - earliest) * INDEX_SLOTS + i;
-  keys.sort();
-  const out: number[] = new Array<number>(n);
-  for (let i = 0; i < n; i++) out[i] = keys[i]! % INDEX_SLOTS;
-  for (let start = 0; start < n; ) {
-    const second = Math.floor(keys[start]! / INDEX_SLOTS);
-    let end = start + 1;
-    while (end < n && Math.floor(keys[end]! / INDEX_SLOTS) === second) end++;
-    if (end - start > 1) {
-      const run = out.slice(start, end).sort(byItem);
-      for (let i = 0; i < run.length; i++) out[start + i] = run[i]!;
-    }
-    start = end;
-  }
-  return out;
+  for (let i = 0; i < n; i++) seconds[i] = seconds[i]! - earliest;
+  return indexesByPackedKeys(seconds, byItem);
 }

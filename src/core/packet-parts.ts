@@ -19,7 +19,7 @@ import { compareOrder, indexesInOrder, sortedInOrder } from "./ordering.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } from "./projection.js";
 import { pyEquals, type PyObject } from "./pyvalue.js";
 import { boundsRejection, countsOf, summaryCountersOf, summaryOf, type SummaryCounts } from "./reducer.js";
-import { historyMember, subjectMember } from "./sort-keys.js";
+import { historyMember, idOfMember, subjectMember } from "./sort-keys.js";
 import { reduceSubject, sameRoundedProducts, type FactorList } from "./subject.js";
 
 export interface SubjectPart {
@@ -343,7 +343,7 @@ export function computeParts(
     const group = a.groupOf[i]!;
     const fingerprint = a.fingerprints[i]!;
     inTimeOf.get(group)!.push(obs);
-    parts.history.set(obs.observation_id, historyFragments === "now" ? historyPart(obs, group.subjectId, fingerprint) : new DeferredHistoryPart(obs, group.subjectId, fingerprint));
+    parts.history.set(obs.observation_id, onRead ? new DeferredHistoryPart(obs, group.subjectId, fingerprint) : historyPart(obs, group.subjectId, fingerprint));
   }
   const proposals: PyObject[] = [];
   let failure: string | null = null;
@@ -379,9 +379,6 @@ interface PacketLists {
   subjects: string[];
 }
 
-/** The id a history member ends with (sort-keys.ts: it follows the member's last NUL). */
-const idOfMember = (member: string): string => member.slice(member.lastIndexOf("\u0000") + 1);
-
 /**
  * `inOrder`: the history parts were placed in the packet's order (computeParts
  * does, for parts made on read), so they are not sorted by member again, and
@@ -396,7 +393,7 @@ function packetLists(parts: PartsView, inOrder: boolean): PacketLists {
     // part made on read is asked for its member only if it is among the latest.
     const entries = [...parts.history];
     if (!inOrder) sortedByBytes(entries, (e) => e[1].member);
-    const keep = new Set([...parts.subjects.values()].map((s) => idOfMember(s.latest)));
+    const keep = new Set([...parts.subjects.values()].map((s) => idOfMember(s.latest)!));
     for (let i = entries.length - 1; i >= 0 && keep.size < MAX_PROJECTION_HISTORY; i--) keep.add(entries[i]![0]);
     history = entries.filter((e) => keep.has(e[0])).map((e) => e[1]);
   } else history = inOrder ? [...parts.history.values()] : byMember(parts.history);

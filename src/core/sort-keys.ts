@@ -27,6 +27,12 @@ export function historyMember(createdAt: string, observationId: string): string 
 
 const memberText = new AsciiText();
 
+/** The id after a member's last NUL (the read function's `id_of`), or undefined when it holds none. */
+export function idOfMember(member: string): string | undefined {
+  const at = member.lastIndexOf("\u0000");
+  return at < 0 ? undefined : member.slice(at + 1);
+}
+
 /** Elements end with \x01, below every character a digest or id can hold, so shorter tuples sort first. */
 export function subjectMember(level: string, key: readonly string[], subjectId: string): string {
   return level + "\u0000" + key.map((k) => k + "\u0001").join("") + "\u0000" + subjectId;

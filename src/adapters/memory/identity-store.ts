@@ -15,6 +15,7 @@
  * Pure: no IO.
  */
 import { compareBytes } from "../../core/byte-order.js";
+import { idOfMember } from "../../core/sort-keys.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS } from "../../core/projection-limits.js";
 import { SKELETON_SEPARATOR } from "../../core/packet-parts.js";
 import { expandTokens } from "../../core/compact-json.js";
@@ -113,12 +114,6 @@ function runOp(keys: Keys, op: PartOp): void {
   }
 }
 
-/** The id after a member's last NUL (the Lua `id_of`; src/core/sort-keys.ts puts one in every member). */
-function idOf(member: string): string | undefined {
-  const at = member.lastIndexOf("\u0000");
-  return at < 0 ? undefined : member.slice(at + 1);
-}
-
 /** HMGET of the ids, the missing fields dropped, joined by commas (the Lua `fragments`). */
 function fragments(keys: Keys, part: IdentityPart, ids: readonly (string | undefined)[]): string {
   const fields = hashOf(keys, part);
@@ -133,11 +128,11 @@ function fragments(keys: Keys, part: IdentityPart, ids: readonly (string | undef
 /** The Lua `history_ids`: all members up to the bound; past it, every subject's latest entry and the newest others. */
 function historyIds(keys: Keys, accepted: number): (string | undefined)[] {
   const members = zrange(keys, "hi");
-  if (accepted <= MAX_PROJECTION_HISTORY) return members.map(idOf);
+  if (accepted <= MAX_PROJECTION_HISTORY) return members.map(idOfMember);
   // A latest member no longer in the order still takes a place, as in the Lua.
   const keep = new Set(hashOf(keys, "hl")?.values() ?? []);
   for (let i = members.length - 1; i >= 0 && keep.size < MAX_PROJECTION_HISTORY; i--) keep.add(members[i]!);
-  return members.filter((m) => keep.has(m)).map(idOf);
+  return members.filter((m) => keep.has(m)).map(idOfMember);
 }
 
 /** The Lua `read`: the rejected packet, or the skeleton's five pieces around the four lists. */
@@ -151,7 +146,7 @@ function assemble(keys: Keys): string | null {
   if (pieces.length < 5) throw new Error("mufold_read_v1: the skeleton has fewer than five pieces"); // Lua's concat fails on the hole
   const history = fragments(keys, "h", historyIds(keys, Number(meta?.get(META_FIELDS.accepted) ?? "0")));
   const rejections = fragments(keys, "c", zrange(keys, "ci").slice(0, MAX_PROJECTION_REJECTIONS));
-  const subjectIds = zrange(keys, "si").map(idOf);
+  const subjectIds = zrange(keys, "si").map(idOfMember);
   const proposals = fragments(keys, "p", subjectIds);
   const subjects = fragments(keys, "s", subjectIds);
   return expandTokens(`${pieces[0]}[${history}]${pieces[1]}[${rejections}]${pieces[2]}[${proposals}]${pieces[3]}[${subjects}]${pieces[4]}`);
