@@ -28,7 +28,7 @@ import { flat } from "./flat-string.js";
 import { deliveriesOf, emptyIdentityState, versionOf, type FingerprintState, type IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { compareOrder } from "./ordering.js";
-import { ownedContext, ownedObservation } from "./owned-observation.js";
+import { adoptedObservation, ownedContext, ownedObservation } from "./owned-observation.js";
 import { partHash, Sum256 } from "./part-hash.js";
 import {
   historyPart,
@@ -190,15 +190,18 @@ export class IdentityParts {
     return this.representatives;
   }
 
-  /** Fold one delivery; the parts change at the next flush. Returns what the delivery was. */
-  fold(obs: Observation, fingerprint: string): "new" | "duplicate" | "conflict" | "sealed" {
+  /**
+   * Fold one delivery; the parts change at the next flush. Returns what the delivery was. `owned`: the
+   * observation's strings are its own (ReadObservation.owned), so it is kept itself, not a copy of it.
+   */
+  fold(obs: Observation, fingerprint: string, owned = false): "new" | "duplicate" | "conflict" | "sealed" {
     this.state.deliveries++;
     if (this.isSealed) return "sealed";
     // What the state keeps is an owned copy (owned-observation.ts), made only when it is kept; the id it
-    // keys the state and the parts with is a kept observation's (the delivery's own is a view into its record).
+    // keys the state and the parts with is a kept observation's (the delivery's own may be a view into its record).
     const versions = this.state.byId.get(obs.observation_id);
     if (versions === undefined) {
-      const own = ownedObservation(obs, this.context);
+      const own = this.keptCopy(obs, owned);
       this.state.byId.set(own.observation_id, [{ fingerprint, representative: own, count: 1 }]);
       this.representatives++;
       this.accept(own.observation_id, own, fingerprint);
@@ -209,7 +212,7 @@ export class IdentityParts {
     if (prior !== undefined) {
       prior.count++;
       this.duplicates++;
-      const earlier = compareOrder(obs, prior.representative) < 0 ? ownedObservation(obs, this.context) : null;
+      const earlier = compareOrder(obs, prior.representative) < 0 ? this.keptCopy(obs, owned) : null;
       if (versions.length > 1) {
         this.conflictingDeliveries++;
         this.touchConflict(id);
@@ -220,7 +223,7 @@ export class IdentityParts {
       if (earlier !== null) prior.representative = earlier;
       return "duplicate";
     }
-    versions.push({ fingerprint, representative: ownedObservation(obs, this.context), count: 1 });
+    versions.push({ fingerprint, representative: this.keptCopy(obs, owned), count: 1 });
     this.representatives++;
     if (versions.length === 2) {
       this.unaccept(id);
@@ -228,6 +231,10 @@ export class IdentityParts {
     } else this.conflictingDeliveries++;
     this.touchConflict(id);
     return "conflict";
+  }
+
+  private keptCopy(obs: Observation, owned: boolean): Observation {
+    return owned ? adoptedObservation(obs, this.context) : ownedObservation(obs, this.context);
   }
 
   /** Load stored state (every id's versions) without per-delivery bookkeeping; flush afterwards. */

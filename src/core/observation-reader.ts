@@ -39,6 +39,8 @@ export class ReadObservation {
   constructor(
     readonly observation: Observation,
     readonly fingerprint: string,
+    /** Its strings are copies, none a view into the text it was read from (the bytes tier's): a kept copy may adopt them. */
+    readonly owned = false,
   ) {}
 }
 
@@ -77,16 +79,16 @@ const UTILITY_LABELS: ReadonlySet<string> = new Set(["helpful", "harmful", "neut
 const ATTRIBUTION_LEVELS: ReadonlySet<string> = new Set(["item", "set", "none"]);
 const STRONG_BASES: ReadonlySet<string> = new Set(["owner_correction", "controlled_replay", "deterministic_effect"]);
 const EVIDENCE_BASES: ReadonlySet<string> = new Set([...STRONG_BASES, "evaluator_inference", "insufficient"]);
-const MAX_REASON_CODES = 12;
-const MAX_EVIDENCE_REFS = 16;
-const MAX_MEMORY_DIGESTS = 16;
-const MAX_REF_LENGTH = 200;
+export const MAX_REASON_CODES = 12;
+export const MAX_EVIDENCE_REFS = 16;
+export const MAX_MEMORY_DIGESTS = 16;
+export const MAX_REF_LENGTH = 200;
 
 // Character classes of ASCII: OPAQUE_REF_RE's first and later characters, lowercase hex.
-const REF_FIRST = 1;
-const REF_REST = 2;
-const HEX = 4;
-const CLASS = new Uint8Array(128);
+export const REF_FIRST = 1;
+export const REF_REST = 2;
+export const HEX = 4;
+export const CLASS = new Uint8Array(128);
 for (let c = 0; c < 128; c++) {
   const ch = String.fromCharCode(c);
   if (/[A-Za-z0-9]/.test(ch)) CLASS[c]! |= REF_FIRST | REF_REST;
@@ -101,12 +103,12 @@ function bail(): never {
 }
 
 /** `c` is one of JSON's four whitespace characters. */
-function isWs(c: number): boolean {
+export function isWs(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
 /** Strictly ascending (then also unique), in code point order: refs are ASCII, so `<` is Python's order. */
-function ascending(xs: readonly string[]): boolean {
+export function ascending(xs: readonly string[]): boolean {
   for (let i = 1; i < xs.length; i++) if (!(xs[i - 1]! < xs[i]!)) return false;
   return true;
 }
@@ -233,21 +235,21 @@ const BASIS_BY_INITIAL: Readonly<Record<string, EvidenceBasis>> = {
 };
 
 /** `_timestamp` would return the text unchanged: nothing to strip, parses, has an offset. */
-function validTimestamp(text: string): boolean {
+export function validTimestamp(text: string): boolean {
   if (pyStrip(text) !== text) return false;
   const parsed = parseContractTimestamp(text);
   return parsed !== null && parsed.offsetMicros !== null;
 }
 
 /** `_utility_fields`' cross-field rules (a broken one is the slow path's error to report). */
-function crossFieldRulesHold(label: string, level: string, basis: string, evidenceRefs: readonly string[]): boolean {
+export function crossFieldRulesHold(label: string, level: string, basis: string, evidenceRefs: readonly string[]): boolean {
   if (basis === "insufficient" && label !== "unknown") return false;
   if (evidenceRefs.length === 0 && (STRONG_BASES.has(basis) || label !== "unknown")) return false;
   return !(level === "none" && label !== "unknown");
 }
 
 /** A normalized observation, with the property order normalizeObservation gives it (one hidden class). */
-function makeObservation(
+export function makeObservation(
   id: string, scope: Scope, receipt: string, digests: string[], retrieval: string, policy: string, outcome: string,
   label: string, level: string, basis: string, confidence: number, reasonCodes: string[], evidenceRefs: string[],
   evaluatorRef: string, evaluationVersion: string, createdAt: string,

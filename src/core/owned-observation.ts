@@ -99,6 +99,25 @@ export function ownedObservation(o: Observation, context: ReducerContext): Obser
   };
 }
 
+/**
+ * `o` itself as the kept copy, when its strings are its own already (read from
+ * a record's bytes: ReadObservation.owned): the context's scope and snapshot
+ * refs and the pools' values take the place of equal ones, and no string or
+ * object is copied. `o` is changed in place, every field keeping its value.
+ */
+export function adoptedObservation(o: Observation, context: ReducerContext): Observation {
+  if (scopesEqual(o.scope, context.scope) && o.retrieval_snapshot_ref === context.retrieval_snapshot_ref && o.policy_snapshot_ref === context.policy_snapshot_ref) {
+    o.scope = context.scope;
+    o.retrieval_snapshot_ref = context.retrieval_snapshot_ref;
+    o.policy_snapshot_ref = context.policy_snapshot_ref;
+  }
+  o.memory_ref_digests = pooledList(o.memory_ref_digests);
+  o.reason_codes = pooledList(o.reason_codes);
+  o.evaluator_ref = pooled(o.evaluator_ref);
+  o.evaluation_version = pooled(o.evaluation_version);
+  return o;
+}
+
 /** The same reducer context, owning its strings (a model keeps its context; readers cut it from the first record). */
 export function ownedContext(c: ReducerContext): ReducerContext {
   return {

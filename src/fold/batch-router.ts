@@ -36,6 +36,7 @@ export function routeRecords(records: readonly SourceRecord[], options: Decision
       partition: record.partition,
       offset: BigInt(record.offset),
       timestamp: record.timestamp,
+      owned: decision.owned,
     });
   }
   return { identities: [...byIdentity.values()], rejected, accepted };

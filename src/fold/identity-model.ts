@@ -36,6 +36,8 @@ export interface Delivery {
   offset: bigint;
   /** The record's Kafka timestamp (ms since the epoch, decimal), as the offset index keeps it. */
   timestamp?: string | undefined;
+  /** The observation's strings are its own (Accepted.owned): the model keeps the observation itself, not a copy. */
+  owned?: boolean;
 }
 
 /** What one applied change did, as the change feed announces it. */
@@ -224,7 +226,7 @@ export class IdentityModel {
       applied++;
       const entry = this.indexEntry(d);
       if (entry !== null) entries.push(entry);
-      const kind = this.inc.fold(d.observation, d.fingerprint);
+      const kind = this.inc.fold(d.observation, d.fingerprint, d.owned === true);
       if (kind === "conflict") conflicting++;
       if (kind === "duplicate" || kind === "conflict") (recorded ??= new Set()).add(d.observation.observation_id);
     }

@@ -17,6 +17,7 @@ import {
   type Observation,
   type ReducerContext,
 } from "../core/index.js";
+import { readObservationBytes } from "../core/observation-bytes.js";
 import { readObservationDocument } from "../core/observation-reader.js";
 import { scopeKey } from "./scope-key.js";
 
@@ -54,6 +55,8 @@ export interface Accepted {
   fingerprint: string;
   identity: string;
   context: ReducerContext;
+  /** The observation's strings are its own, not views into the record's text (read from its bytes): a model may keep it itself. */
+  owned: boolean;
 }
 
 export interface Rejected {
@@ -84,6 +87,13 @@ export function decideRecord(record: RecordInput, options: DecisionOptions): Acc
   if (record.value.length > options.maxValueBytes) {
     return reject("value_too_large", `value is ${record.value.length} bytes; the limit is ${options.maxValueBytes}`);
   }
+  const schema = headerText(record.headers?.schema);
+  // A canonical observation in ASCII is read from the bytes, with no text decoded (observation-bytes.ts).
+  const fromBytes = readObservationBytes(record.value);
+  if (fromBytes !== null) {
+    if (schema !== undefined && schema !== OBSERVATION_SCHEMA_HEADER) return schemaMismatch(schema);
+    return decideKey(record, fromBytes.observation, fromBytes.fingerprint, true, options);
+  }
   let text: string;
   try {
     text = utf8.decode(record.value);
@@ -92,10 +102,9 @@ export function decideRecord(record: RecordInput, options: DecisionOptions): Acc
   }
   // A plain observation is parsed, validated and fingerprinted in one pass; anything else takes the exact slow path.
   const read = readObservationDocument(text);
-  const schema = headerText(record.headers?.schema);
   if (read === null) return decideSlowly(record, text, schema, options);
   if (schema !== undefined && schema !== OBSERVATION_SCHEMA_HEADER) return schemaMismatch(schema);
-  return decideKey(record, read.observation, read.fingerprint, options);
+  return decideKey(record, read.observation, read.fingerprint, false, options);
 }
 
 const schemaMismatch = (schema: string): Rejected => reject("schema_header_mismatch", `schema header is ${JSON.stringify(schema)}`);
@@ -119,15 +128,15 @@ function decideSlowly(record: RecordInput, text: string, schema: string | undefi
     if (err instanceof ContractError || err instanceof RangeError) return reject("observation_malformed", (err as Error).message);
     throw err;
   }
-  return decideKey(record, observation, normalizedFingerprint(observation), options);
+  return decideKey(record, observation, normalizedFingerprint(observation), false, options);
 }
 
 /** The key must be the observation's scope key. */
-function decideKey(record: RecordInput, observation: Observation, fingerprint: string, options: DecisionOptions): Accepted | Rejected {
+function decideKey(record: RecordInput, observation: Observation, fingerprint: string, owned: boolean, options: DecisionOptions): Accepted | Rejected {
   if (record.key === null || record.key.length === 0) return reject("key_missing", "record has no key");
   if (isScopeKey(record.key, observation.scope)) {
     const context = contextOfObservation(observation, options.reducerVersion);
-    return { kind: "accept", observation, fingerprint, identity: identityOf(context), context };
+    return { kind: "accept", observation, fingerprint, identity: identityOf(context), context, owned };
   }
   let key: string;
   try {
@@ -138,7 +147,7 @@ function decideKey(record: RecordInput, observation: Observation, fingerprint: s
   const expected = scopeKey(observation.scope);
   if (key !== expected) return reject("key_scope_mismatch", `key ${JSON.stringify(key)} is not the scope key ${JSON.stringify(expected)}`);
   const context = contextOfObservation(observation, options.reducerVersion);
-  return { kind: "accept", observation, fingerprint, identity: identityOf(context), context };
+  return { kind: "accept", observation, fingerprint, identity: identityOf(context), context, owned };
 }
 
 /**

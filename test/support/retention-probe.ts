@@ -1,17 +1,19 @@
 /**
- * Run as `node --expose-gc --import tsx retention-probe.ts canonical|plain|slow`:
+ * Run as `node --expose-gc --import tsx retention-probe.ts canonical|bytes|plain|slow`:
  * prints the bytes of heap an identity model keeps per observation it folded,
  * once the texts are gone (observation-retention.unit.spec.ts). A process of
  * its own, so the heap holds nothing but the probe. Each text sits after
  * PADDING spaces (read at that offset, or as JSON whitespace by the slow
  * path): a model that kept its texts alive would keep the padding too.
  *   canonical: the canonical tier (checked: it must take every text);
+ *   bytes: the canonical tier on the text's bytes, its observation kept itself (adopted);
  *   plain: whitespace and keys in reverse order, the plain tier;
  *   slow: an escaped key, which only parsePyJson + validateObservation take.
  */
 import { contextOfObservation, canonicalJson, observationFingerprint, observationToPy, parsePyJson, validateObservation, type Observation } from "../../src/core/index.js";
 import { observationIdOf } from "../../src/core/observation.js";
 import { IdentityParts } from "../../src/core/identity-parts.js";
+import { readObservationBytes } from "../../src/core/observation-bytes.js";
 import { readCanonicalObservation, readObservation, type ReadObservation } from "../../src/core/observation-reader.js";
 import { simulate } from "../../producers/simulation.js";
 
@@ -21,12 +23,17 @@ const tier = process.argv[2] ?? "canonical";
 
 function text(o: Observation): string {
   const canonical = canonicalJson(observationToPy(o));
-  if (tier === "canonical") return canonical;
+  if (tier === "canonical" || tier === "bytes") return canonical;
   if (tier === "slow") return canonical.replace('"observation_id"', '"observation\\u005fid"');
   return JSON.stringify(Object.fromEntries(Object.entries(JSON.parse(canonical) as Record<string, unknown>).reverse()), null, 1);
 }
 
 function read(padded: string): ReadObservation {
+  if (tier === "bytes") {
+    const r = readObservationBytes(Buffer.from(padded, "latin1"));
+    if (r === null || !r.owned) throw new Error("the bytes tier refused a canonical text");
+    return r;
+  }
   if (tier === "canonical") {
     const r = readCanonicalObservation(padded, PADDING);
     if (r === null) throw new Error("the canonical tier refused a canonical text");
@@ -35,7 +42,7 @@ function read(padded: string): ReadObservation {
   if (tier === "slow") {
     if (readObservation(padded, PADDING) !== null) throw new Error("a fast tier took the slow path's text");
     const observation = validateObservation(parsePyJson(padded));
-    return { observation, fingerprint: observationFingerprint(observation) };
+    return { observation, fingerprint: observationFingerprint(observation), owned: false };
   }
   const r = readObservation(padded, PADDING);
   if (r === null || readCanonicalObservation(padded, PADDING) !== null) throw new Error("the plain tier did not take a plain text");
@@ -65,7 +72,7 @@ function round(part: Observation[]): number {
     const key = JSON.stringify(context);
     let model = models.get(key);
     if (model === undefined) models.set(key, (model = new IdentityParts(context)));
-    model.fold(r.observation, r.fingerprint);
+    model.fold(r.observation, r.fingerprint, r.owned);
   }
   list = null;
   for (const model of models.values()) model.flush();

@@ -24,6 +24,7 @@ import {
   readObservationDocument,
   readerEnd,
 } from "../../src/core/observation-reader.js";
+import { readObservationBytes } from "../../src/core/observation-bytes.js";
 import { parsePyJsonWith } from "../../src/core/pyjson-parse.js";
 import { simulate } from "../../producers/simulation.js";
 import { observationCase, unicodeString } from "../support/arbitraries.js";
@@ -40,14 +41,34 @@ function slowPath(text: string): Slow {
   }
 }
 
-/** The reader's verdict on a document agrees with the slow path's (and so does its canonical tier's). */
+/**
+ * The reader's verdict on a document agrees with the slow path's (and so do its canonical tier's and its bytes
+ * tier's). The bytes tier takes exactly the documents that are one canonical observation in ASCII, with what
+ * the text tiers read from them.
+ */
 function expectAgrees(text: string): ReadObservation | null {
   const canonical = readCanonicalObservation(text, 0);
   if (canonical !== null) expectSame(canonical.read, text.slice(0, canonical.end));
   const fast = readObservationDocument(text);
   if (fast !== null) expectSame(fast, text);
   if (canonical !== null && canonical.end === text.length) expect(fast).toStrictEqual(canonical.read);
+  expectBytesAgree(text, fast);
   return fast;
+}
+
+function expectBytesAgree(text: string, fast: ReadObservation | null): void {
+  const bytes = Buffer.from(text, "utf8");
+  const read = readObservationBytes(bytes);
+  const start = /^[\t\n\r ]*/.exec(text)![0].length;
+  const canonical = readCanonicalObservation(text, start);
+  const whole = canonical !== null && /^[\t\n\r ]*$/.test(text.slice(canonical.end));
+  expect(read !== null, `the bytes tier ${read === null ? "refused" : "took"}: ${text}`).toBe(whole && /^[\x00-\x7f]*$/.test(text));
+  if (read === null) return;
+  expect(read.owned).toBe(true);
+  expect(read.observation).toStrictEqual(fast!.observation);
+  expect(Object.keys(read.observation)).toEqual(Object.keys(fast!.observation));
+  expect(Object.is(read.observation.confidence, fast!.observation.confidence)).toBe(true);
+  expect(read.fingerprint).toBe(fast!.fingerprint);
 }
 
 function expectSame(fast: ReadObservation, text: string): void {
@@ -114,8 +135,13 @@ function longRefText(length: number): string {
 
 /** A canonical text with one ref `length` characters long where `place` puts it, with the id of its content. */
 function withRef(length: number, place: (ref: string) => Partial<typeof base>): string {
-  const long = { ...base, ...place("r".padEnd(length, "x")) };
-  return canonicalJson(observationToPy({ ...long, observation_id: observationIdOf(long) }));
+  return withRefText("r".padEnd(length, "x"), place);
+}
+
+/** A canonical text with `ref` where `place` puts it, with the id of its content (the validator may refuse the ref). */
+function withRefText(ref: string, place: (ref: string) => Partial<typeof base>): string {
+  const changed = { ...base, ...place(ref) };
+  return canonicalJson(observationToPy({ ...changed, observation_id: observationIdOf(changed) }));
 }
 
 /** Every place an opaque ref goes (the id aside: its length is fixed), each field's own. */
@@ -201,6 +227,11 @@ describe("observation reader: edge texts agree with the slow path", () => {
     ["200-character ref", canonicalJson(observationToPy(observation({ outcome_ref: "o".padEnd(200, "x") })))],
     ["201-character ref, its id made to match", longRefText(201)],
     ["sha256 digest with 63 hex digits", edit(baseText, `"${DIGEST_B}"`, `"sha256:${"ab".repeat(31)}a"`)],
+    ["id with a digit more", edit(baseText, `"${base.observation_id}"`, `"${base.observation_id}0"`)],
+    // Digests that are not canonical, each with the id of its content (the id hashes the digests).
+    ...["ABCDEF0123456789", "abcdef012345678", "abcdef01234567890", "abcdef012345678g", "abcdef01234567_8", `sha256:${"ab".repeat(31)}a`, `sha256:${"AB".repeat(32)}`].map(
+      (d): [string, string] => [`digest ${d}, its id matched`, withRefText(d, (ref) => ({ memory_ref_digests: [DIGEST_A, ref].sort() }))],
+    ),
     ["truncated", baseText.slice(0, -1)],
     ["empty", ""],
     ["not an object", "[]"],
@@ -227,6 +258,13 @@ describe("observation reader: edge texts agree with the slow path", () => {
     // 200 is read; 201 is refused, as the slow path refuses it.
     for (const length of [200, 201]) cases.push([`${field} of ${length} characters`, withRef(length, place)]);
     READ.add(`${field} of 200 characters`);
+    // An opaque ref starts with a letter or a digit; `_.:-` may follow. A ref that is not ASCII, its id matched.
+    for (const c of "_.:-") {
+      cases.push([`${field} starting with ${c}`, withRefText(`${c}ref`, place)]);
+      cases.push([`${field} with ${c} inside`, withRefText(`r${c}ef`, place)]);
+      READ.add(`${field} with ${c} inside`);
+    }
+    cases.push([`${field} not ASCII`, withRefText("r\u00e9f", place)]);
   }
   for (const [name, text] of cases) {
     it(name, () => {

@@ -9,6 +9,8 @@ import { describe, expect, it } from "vitest";
 import {
   ContractError,
   ObservationValidationError,
+  canonicalJson,
+  observationToPy,
   PyJsonDecodeError,
   PyRecursionError,
   PyValueError,
@@ -58,29 +60,43 @@ function slowDecision(record: RecordInput): unknown {
 describe("decideRecord: the fast path decides as the slow path", () => {
   it("on random values, headers and keys", () => {
     let accepted = 0;
+    let ownedCount = 0;
     fc.assert(
       fc.property(
         observationCase({ validRate: 0.7 }),
         fc.constantFrom("none", OBSERVATION_SCHEMA_HEADER, "other_schema_v1"),
         fc.constantFrom("scope", "wrong", "empty", "null"),
         fc.constantFrom("", " \n", "\t"),
-        (c, schema, keyKind, pad) => {
-          const text = pad + c.text + pad;
+        fc.boolean(),
+        (c, schema, keyKind, pad, canonical) => {
+          let text = pad + c.text + pad;
           let scope = "agent/project/corpus/surface";
           try {
-            scope = scopeKey(validateObservation(parsePyJson(text)).scope);
+            const valid = validateObservation(parsePyJson(text));
+            scope = scopeKey(valid.scope);
+            // Producers write canonical JSON: the form read from the bytes when it is ASCII.
+            if (canonical) text = pad + canonicalJson(observationToPy(valid)) + pad;
           } catch {
             // an invalid value: any key will do
           }
           const key = keyKind === "scope" ? Buffer.from(scope) : keyKind === "wrong" ? Buffer.from(scope + "x") : keyKind === "empty" ? Buffer.alloc(0) : null;
           const record: RecordInput = { key, value: Buffer.from(text), headers: schema === "none" ? {} : { schema } };
           const decision = decideRecord(record, OPTIONS);
-          expect(decision).toStrictEqual(slowDecision(record));
-          if (decision.kind === "accept") accepted++;
+          if (decision.kind === "accept") {
+            const { owned, ...made } = decision;
+            expect(made).toStrictEqual(slowDecision(record));
+            // Read from the bytes (its strings its own) exactly when the value is its observation's canonical JSON in ASCII.
+            const bare = text.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, "");
+            expect(owned).toBe(/^[\x00-\x7f]*$/.test(bare) && bare === canonicalJson(observationToPy(decision.observation)));
+            accepted++;
+            if (owned) ownedCount++;
+          } else expect(decision).toStrictEqual(slowDecision(record));
         },
       ),
       { numRuns: 1500 },
     );
     expect(accepted).toBeGreaterThan(0);
+    expect(ownedCount).toBeGreaterThan(0);
+    expect(ownedCount).toBeLessThan(accepted);
   });
 });

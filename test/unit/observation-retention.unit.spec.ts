@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { detached } from "../../src/core/flat-string.js";
 import { contextOfObservation } from "../../src/core/index.js";
-import { ownedContext, ownedObservation } from "../../src/core/owned-observation.js";
+import { adoptedObservation, ownedContext, ownedObservation } from "../../src/core/owned-observation.js";
 import type { Observation } from "../../src/core/observation-model.js";
 import { observation } from "../support/fixtures.js";
 
@@ -18,7 +18,7 @@ const PROBE = fileURLToPath(new URL("../support/retention-probe.ts", import.meta
 /** A child process that compiles the core and folds 4,000 observations: well past the unit tier's 5 s default on a busy machine. */
 const PROBE_TIMEOUT_MS = 120_000;
 
-function probe(tier: "canonical" | "plain" | "slow"): { padding: number; perObservation: number } {
+function probe(tier: "canonical" | "bytes" | "plain" | "slow"): { padding: number; perObservation: number } {
   const run = spawnSync(process.execPath, ["--expose-gc", "--import", "tsx", PROBE, tier], { encoding: "utf8", timeout: PROBE_TIMEOUT_MS });
   if (run.status !== 0) throw new Error(`the probe failed (${run.status ?? run.signal}): ${run.stderr}`);
   return JSON.parse(run.stdout) as { padding: number; perObservation: number };
@@ -70,6 +70,26 @@ describe("a cached model does not keep the text its observations were read from"
     expect(ownA.evidence_refs).toEqual(a.evidence_refs);
   });
 
+  it("an adopted observation is the observation itself, every field equal, the context's scope and the pools' values in place", () => {
+    const cut = (o: Observation): Observation => JSON.parse(JSON.stringify(o)) as Observation;
+    const first = cut(observation({ reason_codes: ["signal:adopted_one"], evaluator_ref: "evaluator:adopting" }));
+    const context = ownedContext(contextOfObservation(first, "memory_utility_reducer_v0"));
+    const kept = ownedObservation(first, context);
+    const o = cut(first);
+    const original = cut(o);
+    const adopted = adoptedObservation(o, context);
+    expect(adopted).toBe(o);
+    expect(adopted).toStrictEqual(original);
+    expect(Object.keys(adopted)).toEqual(Object.keys(original));
+    expect(adopted.scope).toBe(context.scope);
+    expect(adopted.retrieval_snapshot_ref).toBe(context.retrieval_snapshot_ref);
+    expect(adopted.reason_codes).toBe(kept.reason_codes); // pooled: one list for both
+    expect(adopted.evaluator_ref).toBe(kept.evaluator_ref);
+    const elsewhere = cut(first);
+    const other = ownedContext({ ...context, policy_snapshot_ref: "policy:another" });
+    expect(adoptedObservation(elsewhere, other).scope).not.toBe(other.scope); // not its identity's: its own kept
+  });
+
   it("values stay equal once the pool has been emptied for being full", () => {
     const context = ownedContext(contextOfObservation(observation(), "memory_utility_reducer_v0"));
     const owned: Observation[] = [];
@@ -84,7 +104,7 @@ describe("a cached model does not keep the text its observations were read from"
 
   // Each text sits after `padding` spaces: a model keeping its texts would keep more than the padding per
   // observation (measured on 095928c: ~21,700 bytes in all three; now ~6,500, the model's own parts included).
-  it.each(["canonical", "plain", "slow"] as const)(
+  it.each(["canonical", "bytes", "plain", "slow"] as const)(
     "folding what the %s path reads keeps less than the padding per observation",
     (tier) => {
       const { padding, perObservation } = probe(tier);

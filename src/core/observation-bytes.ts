@@ -1,0 +1,324 @@
+/**
+ * The canonical tier of observation-reader.ts, read from a record's bytes
+ * instead of its decoded text: the fold's per-record path. Decoding a ~1.5 KB
+ * value into a string, cutting its values as views of it and copying the ones
+ * a model keeps cost ~2 KB of young garbage a record; here each value becomes
+ * one string of its own (owned: a kept copy adopts it) and the id and the
+ * fingerprint hash ranges of the bytes.
+ *
+ * It takes exactly what the canonical regex takes, where the value is ASCII,
+ * and returns what that tier returns; anything else (a byte above 0x7f, any
+ * other form) is null, and the caller decodes the text and takes the text
+ * tiers. test/unit/core-observation-reader.unit.spec.ts runs it on every text
+ * it runs the text tiers on.
+ */
+import { floatJson } from "./canonical-json.js";
+import { AsciiDigest } from "./digest.js";
+import { lexNumber } from "./json-number.js";
+import type { AttributionLevel, EvidenceBasis, UtilityLabel } from "./observation.js";
+import {
+  CLASS,
+  HEX,
+  MAX_EVIDENCE_REFS,
+  MAX_MEMORY_DIGESTS,
+  MAX_REASON_CODES,
+  MAX_REF_LENGTH,
+  REF_FIRST,
+  REF_REST,
+  ReadObservation,
+  ascending,
+  crossFieldRulesHold,
+  isWs,
+  makeObservation,
+  validTimestamp,
+} from "./observation-reader.js";
+
+const bytesOf = (s: string): Uint8Array => Uint8Array.from(s, (c) => c.charCodeAt(0));
+
+// The constant pieces of canonical observation JSON, in order; the values go between them.
+const RECEIPT = bytesOf('{"application_receipt_id":"');
+const LEVEL = bytesOf('","attribution_level":"');
+const CONFIDENCE = bytesOf('","confidence":');
+const CREATED_AT = bytesOf(',"created_at":"');
+const EVALUATION_VERSION = bytesOf('","evaluation_version":"');
+const EVALUATOR = bytesOf('","evaluator_ref":"');
+const BASIS = bytesOf('","evidence_basis":"');
+const EVIDENCE = bytesOf('","evidence_refs":[');
+const FLAGS_DIGESTS = bytesOf('],"external_writes_performed":false,"grants_new_action_authority":false,"memory_ref_digests":[');
+const ID = bytesOf('],"observation_id":"');
+const OUTCOME = bytesOf('","outcome_ref":"');
+const POLICY = bytesOf('","policy_snapshot_ref":"');
+const FLAGS_REASONS = bytesOf('","provider_write_performed":false,"raw_content_captured":false,"reason_codes":[');
+const RETRIEVAL = bytesOf('],"retrieval_snapshot_ref":"');
+const SCHEMA_AGENT = bytesOf('","schema_version":"memory_utility_observation_v0","scope":{"agent_id":"');
+const CORPUS = bytesOf('","corpus_id":"');
+const PROJECT = bytesOf('","project_id":"');
+const SURFACE = bytesOf('","surface_id":"');
+const LABEL = bytesOf('"},"utility_label":"');
+const END = bytesOf('"}');
+/** `],"external_writes_performed":false,"grants_new_action_authority":false,` : where C starts in FLAGS_DIGESTS. */
+const C_IN_FLAGS = FLAGS_DIGESTS.length - bytesOf('"memory_ref_digests":[').length;
+const SHA256 = bytesOf("sha256:");
+const MUO = bytesOf("muo_");
+
+const LEVELS: readonly [Uint8Array, AttributionLevel][] = (["item", "set", "none"] as const).map((v) => [bytesOf(v), v]);
+const LABELS: readonly [Uint8Array, UtilityLabel][] = (["helpful", "harmful", "neutral", "unknown"] as const).map((v) => [bytesOf(v), v]);
+const BASES: readonly [Uint8Array, EvidenceBasis][] = (
+  ["owner_correction", "controlled_replay", "deterministic_effect", "evaluator_inference", "insufficient"] as const
+).map((v) => [bytesOf(v), v]);
+
+const [QUOTE, COMMA, BACKSLASH, LBRACE, RBRACE, RBRACKET] = [0x22, 0x2c, 0x5c, 0x7b, 0x7d, 0x5d];
+const digest = new AsciiDigest();
+/** A list's items as [from, to) pairs, before they become strings (lists are at most 16 long). */
+const RANGES = new Int32Array(2 * Math.max(MAX_EVIDENCE_REFS, MAX_REASON_CODES, MAX_MEMORY_DIGESTS));
+
+/** Buffer's own latin1 reader (what `toString("latin1", from, to)` calls after checking its arguments). */
+type Latin1Readable = Buffer & { latin1Slice?: (from: number, to: number) => string };
+
+/** One read; `p` moves past what matched, and every step answers whether it matched. */
+const NO_BYTES = Buffer.alloc(0);
+
+class BytesCursor {
+  b: Buffer = NO_BYTES;
+  p = 0;
+
+  /** The constant `piece` at p. */
+  piece(piece: Uint8Array): boolean {
+    const b = this.b;
+    const at = this.p;
+    if (at + piece.length > b.length) return false;
+    for (let i = 0; i < piece.length; i++) if (b[at + i] !== piece[i]) return false;
+    this.p = at + piece.length;
+    return true;
+  }
+
+  /** One of `values` at p, then a quote (not consumed): the enum's constant, or null. */
+  oneOf<T>(values: readonly [Uint8Array, T][]): T | null {
+    for (const [bytes, value] of values) {
+      const at = this.p;
+      if (this.piece(bytes)) {
+        if (this.b[this.p] === QUOTE) return value;
+        this.p = at;
+      }
+    }
+    return null;
+  }
+
+  /** An opaque ref at p (`[A-Za-z0-9][A-Za-z0-9_.:-]*`) up to a quote: its end, or -1. */
+  ref(): number {
+    const b = this.b;
+    let p = this.p;
+    const c = b[p]!;
+    if (!(c < 0x80 && (CLASS[c]! & REF_FIRST) !== 0)) return -1;
+    for (p++; ; p++) {
+      const d = b[p];
+      if (d === undefined || d >= 0x80 || (CLASS[d]! & REF_REST) === 0) break;
+    }
+    if (b[p] !== QUOTE) return -1;
+    this.p = p;
+    return p;
+  }
+
+  /** A ref that fits the contract's length, as a string; null otherwise. */
+  refString(): string | null {
+    const from = this.p;
+    const end = this.ref();
+    return end < 0 || end - from > MAX_REF_LENGTH ? null : this.text(from, end);
+  }
+
+  /** `"ref","ref"…` up to `]` (not consumed), or nothing: the refs, or null when malformed, too many, too long or unsorted. */
+  refList(maximum: number): string[] | null {
+    if (this.b[this.p] === RBRACKET) return [];
+    let n = 0;
+    for (;;) {
+      if (this.b[this.p++] !== QUOTE || n === maximum) return null;
+      const from = this.p;
+      const to = this.ref();
+      if (to < 0 || to - from > MAX_REF_LENGTH) return null;
+      RANGES[2 * n] = from;
+      RANGES[2 * n + 1] = to;
+      n++;
+      this.p++; // the closing quote
+      if (this.b[this.p] !== COMMA) break;
+      this.p++;
+    }
+    return this.sortedTexts(n);
+  }
+
+  /** The n ranges in RANGES as strings, in a list of exactly n (a list grown by push keeps room for 17); null when not ascending. */
+  private sortedTexts(n: number): string[] | null {
+    const out = new Array<string>(n);
+    for (let i = 0; i < n; i++) out[i] = this.text(RANGES[2 * i]!, RANGES[2 * i + 1]!);
+    return ascending(out) ? out : null;
+  }
+
+  /** One or more `"<16 hex>"` or `"sha256:<64 hex>"`, comma-separated, up to `]` (not consumed). */
+  digestList(): string[] | null {
+    let n = 0;
+    for (;;) {
+      if (this.b[this.p++] !== QUOTE || n === MAX_MEMORY_DIGESTS) return null;
+      const from = this.p;
+      const hexFrom = this.piece(SHA256) ? this.p : from;
+      const hexTo = hexFrom + (hexFrom === from ? 16 : 64);
+      for (let i = hexFrom; i < hexTo; i++) {
+        const c = this.b[i];
+        if (c === undefined || c >= 0x80 || (CLASS[c]! & HEX) === 0) return null;
+      }
+      if (this.b[hexTo] !== QUOTE) return null;
+      RANGES[2 * n] = from;
+      RANGES[2 * n + 1] = hexTo;
+      n++;
+      this.p = hexTo + 1;
+      if (this.b[this.p] !== COMMA) break;
+      this.p++;
+    }
+    return this.sortedTexts(n);
+  }
+
+  /** created_at's characters up to its quote (not consumed): ASCII without a backslash or a control character. */
+  plainAscii(): number {
+    const b = this.b;
+    let p = this.p;
+    for (;;) {
+      const c = b[p];
+      if (c === undefined || c === BACKSLASH || c < 0x20 || c >= 0x80) return -1;
+      if (c === QUOTE) break;
+      p++;
+    }
+    this.p = p;
+    return p;
+  }
+
+  /** The number's characters up to the comma after it (not consumed). */
+  numberRun(): number {
+    const b = this.b;
+    let p = this.p;
+    for (;;) {
+      const c = b[p];
+      if (c === COMMA) break;
+      // Digits, `.`, `e`, `E`, `+`, `-`: what JSON_NUMBER is made of; lexNumber checks their order.
+      if (c === undefined || !((c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x65 || c === 0x45 || c === 0x2b || c === 0x2d)) return -1;
+      p++;
+    }
+    this.p = p;
+    return p;
+  }
+
+  text(from: number, to: number): string {
+    const b = this.b as Latin1Readable;
+    return b.latin1Slice !== undefined ? b.latin1Slice(from, to) : b.toString("latin1", from, to);
+  }
+}
+
+const cursor = new BytesCursor();
+
+/** Canonical observation JSON at `start` of `bytes`; null when it is not (or breaks a rule). `cursor.p` ends past it. */
+function readCanonicalAt(bytes: Buffer, start: number): ReadObservation | null {
+  const k = cursor;
+  k.b = bytes;
+  k.p = start;
+  if (!k.piece(RECEIPT)) return null;
+  const receipt = k.refString();
+  if (receipt === null || !k.piece(LEVEL)) return null;
+  const level = k.oneOf(LEVELS);
+  if (level === null) return null;
+  const aEnd = k.p + 1; // A: `"application_receipt_id"…"item"`
+  if (!k.piece(CONFIDENCE)) return null;
+  const lexemeFrom = k.p;
+  const lexemeTo = k.numberRun();
+  if (lexemeTo < 0) return null;
+  const lexeme = k.text(lexemeFrom, lexemeTo);
+  if (lexNumber(lexeme, 0) >> 1 !== lexeme.length) return null;
+  const confidence = Number(lexeme);
+  // Canonical: the lexeme is Python's repr of the float it denotes.
+  if (!(confidence >= 0 && confidence <= 1) || floatJson(confidence) !== lexeme) return null;
+  if (!k.piece(CREATED_AT)) return null;
+  const createdFrom = k.p;
+  const createdTo = k.plainAscii();
+  if (createdTo < 0) return null;
+  const xFrom = k.p + 2; // X and B: from `"evaluation_version"`
+  if (!k.piece(EVALUATION_VERSION)) return null;
+  const evaluationVersion = k.refString();
+  if (evaluationVersion === null || !k.piece(EVALUATOR)) return null;
+  const evaluatorRef = k.refString();
+  if (evaluatorRef === null || !k.piece(BASIS)) return null;
+  const basis = k.oneOf(BASES);
+  if (basis === null || !k.piece(EVIDENCE)) return null;
+  const evidenceRefs = k.refList(MAX_EVIDENCE_REFS);
+  if (evidenceRefs === null) return null;
+  const bEnd = k.p + 1;
+  const cFrom = k.p + C_IN_FLAGS;
+  if (!k.piece(FLAGS_DIGESTS)) return null;
+  const digests = k.digestList();
+  if (digests === null) return null;
+  const cEnd = k.p + 1;
+  if (!k.piece(ID)) return null;
+  const idFrom = k.p;
+  const idTo = k.ref();
+  if (idTo < 0 || idTo - idFrom !== 68 || !k.piece(OUTCOME)) return null;
+  const dFrom = idTo + 2;
+  const outcome = k.refString();
+  if (outcome === null || !k.piece(POLICY)) return null;
+  const policy = k.refString();
+  if (policy === null) return null;
+  const dEnd = k.p + 1;
+  if (!k.piece(FLAGS_REASONS)) return null;
+  const reasonCodes = k.refList(MAX_REASON_CODES);
+  if (reasonCodes === null) return null;
+  const eFrom = k.p + 2;
+  if (!k.piece(RETRIEVAL)) return null;
+  const retrieval = k.refString();
+  if (retrieval === null || !k.piece(SCHEMA_AGENT)) return null;
+  const agent = k.refString();
+  if (agent === null || !k.piece(CORPUS)) return null;
+  const corpus = k.refString();
+  if (corpus === null || !k.piece(PROJECT)) return null;
+  const project = k.refString();
+  if (project === null || !k.piece(SURFACE)) return null;
+  const surface = k.refString();
+  if (surface === null) return null;
+  const eEnd = k.p + 2;
+  if (!k.piece(LABEL)) return null;
+  const label = k.oneOf(LABELS);
+  if (label === null) return null;
+  const xEnd = k.p + 1;
+  if (!k.piece(END)) return null;
+
+  const createdAt = k.text(createdFrom, createdTo);
+  if (!validTimestamp(createdAt) || !crossFieldRulesHold(label, level, basis, evidenceRefs)) return null;
+  const objectFrom = start;
+  const idHex = digest.start().char(LBRACE).bytes(bytes, objectFrom + 1, aEnd).char(COMMA).bytes(bytes, xFrom, bEnd).char(COMMA)
+    .bytes(bytes, cFrom, cEnd).char(COMMA).bytes(bytes, dFrom, dEnd).char(COMMA).bytes(bytes, eFrom, eEnd).char(RBRACE).hex();
+  if (!isId(bytes, idFrom, idHex)) return null;
+  const obs = makeObservation(
+    k.text(idFrom, idTo), { agent_id: agent, project_id: project, corpus_id: corpus, surface_id: surface }, receipt, digests, retrieval, policy, outcome,
+    label, level, basis, confidence, reasonCodes, evidenceRefs, evaluatorRef, evaluationVersion, createdAt,
+  );
+  // The fingerprint's text is the object without its created_at field: `{A,"confidence":L,` and `X}`.
+  const fingerprint = "muof_" + digest.start().bytes(bytes, objectFrom, lexemeTo + 1).bytes(bytes, xFrom, xEnd).char(RBRACE).hex();
+  return new ReadObservation(obs, fingerprint, true);
+}
+
+/** The id's 68 bytes are `muo_` and the hex digest of its content. */
+function isId(bytes: Buffer, from: number, hex: string): boolean {
+  for (let i = 0; i < MUO.length; i++) if (bytes[from + i] !== MUO[i]) return false;
+  for (let i = 0; i < hex.length; i++) if (bytes[from + MUO.length + i] !== hex.charCodeAt(i)) return false;
+  return true;
+}
+
+/**
+ * A whole value that is one canonical observation (JSON whitespace around it
+ * allowed), read from its bytes; null for anything else, which the text tiers
+ * then read (readObservationDocument) or the slow path decides.
+ */
+export function readObservationBytes(bytes: Buffer): ReadObservation | null {
+  let i = 0;
+  while (isWs(bytes[i]!)) i++;
+  if (bytes[i] !== LBRACE) return null;
+  const read = readCanonicalAt(bytes, i);
+  let end = cursor.p;
+  cursor.b = NO_BYTES; // do not keep the record alive
+  if (read === null) return null;
+  while (isWs(bytes[end]!)) end++;
+  return end === bytes.length ? read : null;
+}
