@@ -273,23 +273,45 @@ function sanitize(text: string): string | null {
  * else takes the full port. Reads char codes (no match object per timestamp).
  */
 export function commonIsoFormat(text: string): IsoDateTime | null | undefined {
+  const read = scanCommon(text);
+  if (read !== 1) return read === 0 ? null : undefined;
+  const c = common;
+  return { year: c.year, month: c.month, day: c.day, hour: c.hour, minute: c.minute, second: c.second, microsecond: c.microsecond, offsetMicros: c.offsetMicros };
+}
+
+/**
+ * The UTC seconds of a common-shape timestamp with an offset, its microseconds
+ * then in `utcMicros()`; NaN for any other text (the caller takes the full
+ * parser). No object is made: the fold orders observations by this on every
+ * comparison.
+ */
+export function commonUtcSeconds(text: string): number {
+  if (scanCommon(text) !== 1 || common.offsetMicros === null) return NaN;
+  return utcSecondsOf(common);
+}
+
+/** The fields scanCommon read last (read them before its next call). */
+const common: IsoDateTime = { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0, microsecond: 0, offsetMicros: null };
+
+/** Read `text` into `common`: 1 for the common shape naming a moment, 0 for the shape naming none (CPython raises), -1 for another shape. */
+function scanCommon(text: string): number {
   const n = text.length;
-  if (n < 19 || text.charCodeAt(4) !== 0x2d || text.charCodeAt(7) !== 0x2d || text.charCodeAt(13) !== 0x3a || text.charCodeAt(16) !== 0x3a) return undefined;
+  if (n < 19 || text.charCodeAt(4) !== 0x2d || text.charCodeAt(7) !== 0x2d || text.charCodeAt(13) !== 0x3a || text.charCodeAt(16) !== 0x3a) return -1;
   const sep = text.charCodeAt(10);
-  if (sep !== 0x54 && sep !== 0x20) return undefined;
+  if (sep !== 0x54 && sep !== 0x20) return -1;
   const year = digitsAt(text, 0, 4);
   const month = digitsAt(text, 5, 2);
   const day = digitsAt(text, 8, 2);
   const hour = digitsAt(text, 11, 2);
   const minute = digitsAt(text, 14, 2);
   const second = digitsAt(text, 17, 2);
-  if ((year | month | day | hour | minute | second) < 0) return undefined;
+  if ((year | month | day | hour | minute | second) < 0) return -1;
   let p = 19;
   let microsecond = 0;
   if (text.charCodeAt(p) === 0x2e) {
     let digits = 0;
     while (digits < 7 && isDigit(text.charCodeAt(p + 1 + digits))) digits++;
-    if (digits === 0 || digits > 6) return undefined;
+    if (digits === 0 || digits > 6) return -1;
     microsecond = digitsAt(text, p + 1, digits) * (digits < 6 ? CORRECTION[digits - 1]! : 1);
     p += 1 + digits;
   }
@@ -299,13 +321,21 @@ export function commonIsoFormat(text: string): IsoDateTime | null | undefined {
   else if ((tz === 0x2b || tz === 0x2d) && p + 6 === n && text.charCodeAt(p + 3) === 0x3a) {
     const hh = digitsAt(text, p + 1, 2);
     const mm = digitsAt(text, p + 4, 2);
-    if ((hh | mm) < 0) return undefined;
+    if ((hh | mm) < 0) return -1;
     const seconds = hh * 3600 + mm * 60;
     offsetMicros = seconds === 0 ? 0 : (tz === 0x2d ? -1 : 1) * seconds * 1_000_000;
-    if (Math.abs(offsetMicros) >= 86_400_000_000) return null; // datetime.timezone: strictly less than a day
-  } else if (p !== n) return undefined;
-  const out: IsoDateTime = { year, month, day, hour, minute, second, microsecond, offsetMicros };
-  return inRange(out) ? out : null;
+    if (Math.abs(offsetMicros) >= 86_400_000_000) return 0; // datetime.timezone: strictly less than a day
+  } else if (p !== n) return -1;
+  const c = common;
+  c.year = year;
+  c.month = month;
+  c.day = day;
+  c.hour = hour;
+  c.minute = minute;
+  c.second = second;
+  c.microsecond = microsecond;
+  c.offsetMicros = offsetMicros;
+  return inRange(c) ? 1 : 0;
 }
 
 /** The decimal value of `count` ASCII digits at `at`, or -1 if one is not a digit. */
@@ -367,13 +397,24 @@ export interface Instant {
 }
 
 export function utcInstant(dt: IsoDateTime): Instant {
+  const seconds = utcSecondsOf(dt);
+  return { seconds, micros: lastMicros };
+}
+
+let lastMicros = 0;
+
+/** The microseconds of the instant utcSecondsOf or commonUtcSeconds last gave the seconds of. */
+export function utcMicros(): number {
+  return lastMicros;
+}
+
+function utcSecondsOf(dt: IsoDateTime): number {
   const days = ymdToOrdinal(dt.year, dt.month, dt.day);
-  let seconds = days * 86400 + dt.hour * 3600 + dt.minute * 60 + dt.second;
-  let micros = dt.microsecond - (dt.offsetMicros ?? 0);
+  const seconds = days * 86400 + dt.hour * 3600 + dt.minute * 60 + dt.second;
+  const micros = dt.microsecond - (dt.offsetMicros ?? 0);
   const carry = Math.floor(micros / 1_000_000);
-  seconds += carry;
-  micros -= carry * 1_000_000;
-  return { seconds, micros };
+  lastMicros = micros - carry * 1_000_000;
+  return seconds + carry;
 }
 
 export function compareInstants(a: Instant, b: Instant): number {

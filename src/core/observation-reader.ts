@@ -19,6 +19,7 @@
 import { floatJson } from "./canonical-json.js";
 import { AsciiDigest } from "./digest.js";
 import { parseContractTimestamp, type Scope } from "./fields.js";
+import { commonUtcSeconds } from "./iso-timestamp.js";
 import { JSON_NUMBER, lexNumber } from "./json-number.js";
 import {
   OBSERVATION_SCHEMA_VERSION,
@@ -237,6 +238,7 @@ const BASIS_BY_INITIAL: Readonly<Record<string, EvidenceBasis>> = {
 /** `_timestamp` would return the text unchanged: nothing to strip, parses, has an offset. */
 export function validTimestamp(text: string): boolean {
   if (pyStrip(text) !== text) return false;
+  if (!Number.isNaN(commonUtcSeconds(text))) return true; // the common shape, with an offset
   const parsed = parseContractTimestamp(text);
   return parsed !== null && parsed.offsetMicros !== null;
 }

@@ -7,7 +7,8 @@
  * The id always follows the last NUL, where the read function finds it.
  */
 import { AsciiText } from "./ascii-text.js";
-import { instantOf } from "./ordering.js";
+import { utcMicros } from "./iso-timestamp.js";
+import { utcSecondsOfCreated } from "./ordering.js";
 
 const INSTANT_BIAS = 10_000_000; // offsets reach back less than a day before 0001-01-01
 
@@ -17,7 +18,8 @@ function escapeNul(s: string): string {
 }
 
 export function historyMember(createdAt: string, observationId: string): string {
-  const { seconds, micros } = instantOf(createdAt);
+  const seconds = utcSecondsOfCreated(createdAt);
+  const micros = utcMicros();
   // One flat string from a buffer (ascii-text.ts); a created_at that is not ASCII is concatenated instead.
   const ascii = memberText.start().digits(seconds + INSTANT_BIAS, 13).digits(micros, 6).put(escapeNul(createdAt)).put("\u0000").put(observationId).text();
   if (ascii !== null) return ascii;

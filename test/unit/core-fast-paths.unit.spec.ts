@@ -16,7 +16,8 @@ import {
 import { normalizedFingerprint, normalizedObservationId } from "../../src/core/observation.js";
 import { quote } from "../../src/core/canonical-json.js";
 import { AsciiDigest, sha256Hex } from "../../src/core/digest.js";
-import { commonIsoFormat, fullFromIsoFormat, pyFromIsoFormat } from "../../src/core/iso-timestamp.js";
+import { commonIsoFormat, commonUtcSeconds, fullFromIsoFormat, pyFromIsoFormat, utcMicros } from "../../src/core/iso-timestamp.js";
+import { compareOrder } from "../../src/core/ordering.js";
 import { isoTimestampText, observationCase, unicodeString } from "../support/arbitraries.js";
 
 describe("quote", () => {
@@ -102,6 +103,41 @@ describe("common-shape timestamps", () => {
       }),
       { numRuns: 5000 },
     );
+  });
+
+  it("give their UTC instant without an object exactly when they name a moment with an offset", () => {
+    const EPOCH_SECONDS = 719_163 * 86_400; // 0001-01-01 to 1970-01-01
+    const shape = /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?(Z|[+-]\d\d:\d\d)$/;
+    let instants = 0;
+    fc.assert(
+      fc.property(fc.oneof(commonShaped(), isoTimestampText()), (text) => {
+        const seconds = commonUtcSeconds(text);
+        const micros = utcMicros();
+        const m = shape.exec(text);
+        const full = fullFromIsoFormat(text.replaceAll("Z", "+00:00"));
+        if (m === null || full === null || full.offsetMicros === null) {
+          expect(seconds, text).toBeNaN();
+          return;
+        }
+        // Date.parse is exact to the millisecond; offsets are whole minutes, so the fraction is the text's own.
+        const ms = Date.parse(`${m[1]}T${m[2]}${m[4]}`);
+        expect(seconds, text).toBe(Math.floor(ms / 1000) + EPOCH_SECONDS);
+        expect(micros, text).toBe(Number((m[3] ?? "").padEnd(6, "0")));
+        instants++;
+      }),
+      { numRuns: 5000 },
+    );
+    expect(instants).toBeGreaterThan(300);
+  });
+
+  it("order observations by instant, then raw text, then id, across shapes", () => {
+    const at = (created_at: string, observation_id = "muo_a") => ({ created_at, observation_id });
+    // Later instant first in text order; the same instant spelled two ways; a shape the common path leaves to the full parser.
+    expect(compareOrder(at("2026-08-15T01:00:00+02:00"), at("2026-08-14T23:30:00Z"))).toBeLessThan(0);
+    expect(compareOrder(at("2026-08-15T00:00:00.000001Z"), at("2026-08-15T00:00:00Z"))).toBeGreaterThan(0);
+    expect(Math.sign(compareOrder(at("2026-08-15T00:00:00+00:00"), at("2026-08-15T00:00:00Z")))).toBe(-1); // "+" < "Z"
+    expect(compareOrder(at("2026-W33-6T00:00:00Z"), at("2026-08-15T00:00:01Z"))).toBeLessThan(0); // ISO week date: 2026-08-15
+    expect(compareOrder(at("2026-08-15T00:00:00Z", "muo_b"), at("2026-08-15T00:00:00Z", "muo_a"))).toBeGreaterThan(0);
   });
 
   it("take the common path for the usual spellings", () => {
