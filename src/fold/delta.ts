@@ -103,26 +103,70 @@ const OP_CODES: readonly OpCode[] = ["HSET", "HDEL", "ZADD", "ZREM", "DEL", "RPU
  * refused instead of stored wrong.
  */
 export function opRuns(ops: readonly PartOp[]): OpRun[] {
+  checkCommuting(ops);
+  // Each run's list is made at its size (pushed into, each had room for 17): count first, then place.
+  const counts = SLOT_COUNTS.fill(0);
+  for (const op of ops) counts[slotOf(op)]!++;
+  const placed = SLOT_PLACED.fill(0);
   const runs: OpRun[] = [];
-  const open = new Map<number, OpRun>();
-  const fields = new Map<StoredPart, Set<string>>();
-  const deleted = new Set<StoredPart>();
   for (const op of ops) {
-    if (op.op === "DEL" ? fields.has(op.part) || deleted.has(op.part) : deleted.has(op.part)) throw new Error(`two ops of one apply do not commute: ${op.op} on part ${op.part}, which the apply also deletes or writes`);
-    if (op.op === "DEL") deleted.add(op.part);
-    else {
-      let seen = fields.get(op.part);
-      if (seen === undefined) fields.set(op.part, (seen = new Set()));
-      if (seen.has(op.field)) throw new Error(`two ops of one apply write field ${JSON.stringify(op.field)} of part ${op.part}`);
-      seen.add(op.field);
+    const slot = slotOf(op);
+    const i = placed[slot]!++;
+    if (i % MAX_RUN === 0) {
+      const run: OpRun = { op: op.op, part: op.part, ops: new Array<PartOp>(Math.min(MAX_RUN, counts[slot]! - i)) };
+      runs.push(run);
+      OPEN_RUNS[slot] = run;
     }
-    const slot = OP_CODES.indexOf(op.op) * STORED_PARTS.length + STORED_PARTS.indexOf(op.part);
-    let run = open.get(slot);
-    if (run === undefined || run.ops.length >= MAX_RUN) {
-      runs.push((run = { op: op.op, part: op.part, ops: [] }));
-      open.set(slot, run);
-    }
-    run.ops.push(op);
+    OPEN_RUNS[slot]!.ops[i % MAX_RUN] = op;
   }
+  OPEN_RUNS.fill(undefined);
   return runs;
+}
+
+const slotOf = (op: PartOp): number => OP_CODES.indexOf(op.op) * STORED_PARTS.length + STORED_PARTS.indexOf(op.part);
+const SLOT_COUNTS = new Int32Array(OP_CODES.length * STORED_PARTS.length);
+const SLOT_PLACED = new Int32Array(OP_CODES.length * STORED_PARTS.length);
+const OPEN_RUNS: (OpRun | undefined)[] = new Array<OpRun | undefined>(OP_CODES.length * STORED_PARTS.length).fill(undefined);
+
+/** Up to this many ops, a written field is looked for among the ops before it; past it, in a Map (reused). */
+const SCAN_LIMIT = 64;
+const fieldParts = new Map<string, number>();
+
+/** Refuse ops that do not commute: a part deleted and also written or deleted again, or a (part, field) written twice. */
+function checkCommuting(ops: readonly PartOp[]): void {
+  let deleted = 0; // a bit per part
+  let written = 0;
+  const scan = ops.length <= SCAN_LIMIT;
+  try {
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i]!;
+      const bit = 1 << STORED_PARTS.indexOf(op.part);
+      if ((deleted & bit) !== 0 || (op.op === "DEL" && (written & bit) !== 0)) {
+        throw new Error(`two ops of one apply do not commute: ${op.op} on part ${op.part}, which the apply also deletes or writes`);
+      }
+      if (op.op === "DEL") {
+        deleted |= bit;
+        continue;
+      }
+      written |= bit;
+      if (scan ? writtenBefore(ops, i) : writtenInMap(op.field, bit)) throw new Error(`two ops of one apply write field ${JSON.stringify(op.field)} of part ${op.part}`);
+    }
+  } finally {
+    if (!scan) fieldParts.clear();
+  }
+}
+
+function writtenBefore(ops: readonly PartOp[], i: number): boolean {
+  const { part, field } = ops[i]!;
+  for (let j = 0; j < i; j++) {
+    const o = ops[j]!;
+    if (o.part === part && o.field === field && o.op !== "DEL") return true;
+  }
+  return false;
+}
+
+function writtenInMap(field: string, bit: number): boolean {
+  const parts = fieldParts.get(field) ?? 0;
+  fieldParts.set(field, parts | bit);
+  return (parts & bit) !== 0;
 }
