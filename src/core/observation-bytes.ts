@@ -33,7 +33,19 @@ import {
   validTimestamp,
 } from "./observation-reader.js";
 
-const bytesOf = (s: string): Uint8Array => Uint8Array.from(s, (c) => c.charCodeAt(0));
+/** A constant piece of ASCII: its bytes, and its whole 4-byte words as little-endian integers (compared a word at a time). */
+interface Piece {
+  bytes: Uint8Array;
+  words: Int32Array;
+}
+
+function bytesOf(s: string): Piece {
+  const bytes = Uint8Array.from(s, (c) => c.charCodeAt(0));
+  const words = new Int32Array(bytes.length >> 2);
+  const view = new DataView(bytes.buffer);
+  for (let i = 0; i < words.length; i++) words[i] = view.getInt32(4 * i, true);
+  return { bytes, words };
+}
 
 // The constant pieces of canonical observation JSON, in order; the values go between them.
 const RECEIPT = bytesOf('{"application_receipt_id":"');
@@ -57,13 +69,13 @@ const SURFACE = bytesOf('","surface_id":"');
 const LABEL = bytesOf('"},"utility_label":"');
 const END = bytesOf('"}');
 /** `],"external_writes_performed":false,"grants_new_action_authority":false,` : where C starts in FLAGS_DIGESTS. */
-const C_IN_FLAGS = FLAGS_DIGESTS.length - bytesOf('"memory_ref_digests":[').length;
+const C_IN_FLAGS = FLAGS_DIGESTS.bytes.length - '"memory_ref_digests":['.length;
 const SHA256 = bytesOf("sha256:");
 const MUO = bytesOf("muo_");
 
-const LEVELS: readonly [Uint8Array, AttributionLevel][] = (["item", "set", "none"] as const).map((v) => [bytesOf(v), v]);
-const LABELS: readonly [Uint8Array, UtilityLabel][] = (["helpful", "harmful", "neutral", "unknown"] as const).map((v) => [bytesOf(v), v]);
-const BASES: readonly [Uint8Array, EvidenceBasis][] = (
+const LEVELS: readonly [Piece, AttributionLevel][] = (["item", "set", "none"] as const).map((v) => [bytesOf(v), v]);
+const LABELS: readonly [Piece, UtilityLabel][] = (["helpful", "harmful", "neutral", "unknown"] as const).map((v) => [bytesOf(v), v]);
+const BASES: readonly [Piece, EvidenceBasis][] = (
   ["owner_correction", "controlled_replay", "deterministic_effect", "evaluator_inference", "insufficient"] as const
 ).map((v) => [bytesOf(v), v]);
 
@@ -77,23 +89,32 @@ type Latin1Readable = Buffer & { latin1Slice?: (from: number, to: number) => str
 
 /** One read; `p` moves past what matched, and every step answers whether it matched. */
 const NO_BYTES = Buffer.alloc(0);
+const NO_VIEW = new DataView(new ArrayBuffer(0));
 
 class BytesCursor {
   b: Buffer = NO_BYTES;
+  /** The same bytes, read a word at a time. */
+  v: DataView<ArrayBufferLike> = NO_VIEW;
   p = 0;
 
   /** The constant `piece` at p. */
-  piece(piece: Uint8Array): boolean {
-    const b = this.b;
+  piece(piece: Piece): boolean {
     const at = this.p;
-    if (at + piece.length > b.length) return false;
-    for (let i = 0; i < piece.length; i++) if (b[at + i] !== piece[i]) return false;
-    this.p = at + piece.length;
+    const bytes = piece.bytes;
+    const n = bytes.length;
+    if (at + n > this.b.length) return false;
+    const v = this.v;
+    const words = piece.words;
+    let i = 0;
+    for (let w = 0; w < words.length; w++, i += 4) if (v.getInt32(at + i, true) !== words[w]) return false;
+    const b = this.b;
+    for (; i < n; i++) if (b[at + i] !== bytes[i]) return false;
+    this.p = at + n;
     return true;
   }
 
   /** One of `values` at p, then a quote (not consumed): the enum's constant, or null. */
-  oneOf<T>(values: readonly [Uint8Array, T][]): T | null {
+  oneOf<T>(values: readonly [Piece, T][]): T | null {
     for (const [bytes, value] of values) {
       const at = this.p;
       if (this.piece(bytes)) {
@@ -216,6 +237,7 @@ const cursor = new BytesCursor();
 function readCanonicalAt(bytes: Buffer, start: number): ReadObservation | null {
   const k = cursor;
   k.b = bytes;
+  k.v = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
   k.p = start;
   if (!k.piece(RECEIPT)) return null;
   const receipt = k.refString();
@@ -301,8 +323,9 @@ function readCanonicalAt(bytes: Buffer, start: number): ReadObservation | null {
 
 /** The id's 68 bytes are `muo_` and the hex digest of its content. */
 function isId(bytes: Buffer, from: number, hex: string): boolean {
-  for (let i = 0; i < MUO.length; i++) if (bytes[from + i] !== MUO[i]) return false;
-  for (let i = 0; i < hex.length; i++) if (bytes[from + MUO.length + i] !== hex.charCodeAt(i)) return false;
+  const muo = MUO.bytes;
+  for (let i = 0; i < muo.length; i++) if (bytes[from + i] !== muo[i]) return false;
+  for (let i = 0; i < hex.length; i++) if (bytes[from + muo.length + i] !== hex.charCodeAt(i)) return false;
   return true;
 }
 
@@ -318,6 +341,7 @@ export function readObservationBytes(bytes: Buffer): ReadObservation | null {
   const read = readCanonicalAt(bytes, i);
   let end = cursor.p;
   cursor.b = NO_BYTES; // do not keep the record alive
+  cursor.v = NO_VIEW;
   if (read === null) return null;
   while (isWs(bytes[end]!)) end++;
   return end === bytes.length ? read : null;
