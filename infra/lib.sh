@@ -78,3 +78,10 @@ apt_install() {
   fi
   rm -f "$log"
 }
+
+# -h or --help as a script's first argument: print the script's header comment and exit, before it does anything
+# (lib.sh is sourced first thing; a sourced file sees the script's arguments).
+if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
+  sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"
+  exit 0
+fi

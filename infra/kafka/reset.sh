@@ -7,6 +7,8 @@ _tag=kafka
 # shellcheck source-path=SCRIPTDIR source=../lib.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
 
+[[ $# -eq 0 || ( $# -eq 1 && "$1" == "--stopped" ) ]] || die "unknown argument: $* (usage: reset.sh [--stopped]; it wipes the broker's data)"
+
 "$INFRA_DIR/kafka/stop.sh"
 rm -rf "$KAFKA_DATA"
 say "data wiped (${KAFKA_DATA#"$REPO_ROOT"/})"

@@ -25,6 +25,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --cluster) cluster=1 ;;
     --print) print=1 ;;
+    -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     --) shift; break ;;
     -*) echo "setup.sh: unknown option $1" >&2; exit 2 ;;
     *) [[ -z "$prefix" ]] || { echo "setup.sh: one PREFIX only" >&2; exit 2; }; prefix="$1" ;;
