@@ -65,6 +65,11 @@ function ownedScope(s: Scope): Scope {
   return { agent_id: detached(s.agent_id), project_id: detached(s.project_id), corpus_id: detached(s.corpus_id), surface_id: detached(s.surface_id) };
 }
 
+/** The observation's scope and snapshot refs are its identity context's (they are for every observation of an identity). */
+function ofContext(o: Observation, context: ReducerContext): boolean {
+  return scopesEqual(o.scope, context.scope) && o.retrieval_snapshot_ref === context.retrieval_snapshot_ref && o.policy_snapshot_ref === context.policy_snapshot_ref;
+}
+
 /**
  * The same observation (equal in every field, the normalized property order
  * kept), owning its strings; lists copied to their exact length. `context`,
@@ -73,7 +78,7 @@ function ownedScope(s: Scope): Scope {
  * those are not copied per observation.
  */
 export function ownedObservation(o: Observation, context: ReducerContext): Observation {
-  const shared = scopesEqual(o.scope, context.scope) && o.retrieval_snapshot_ref === context.retrieval_snapshot_ref && o.policy_snapshot_ref === context.policy_snapshot_ref;
+  const shared = ofContext(o, context);
   return {
     schema_version: OBSERVATION_SCHEMA_VERSION,
     observation_id: detached(o.observation_id),
@@ -106,7 +111,7 @@ export function ownedObservation(o: Observation, context: ReducerContext): Obser
  * object is copied. `o` is changed in place, every field keeping its value.
  */
 export function adoptedObservation(o: Observation, context: ReducerContext): Observation {
-  if (scopesEqual(o.scope, context.scope) && o.retrieval_snapshot_ref === context.retrieval_snapshot_ref && o.policy_snapshot_ref === context.policy_snapshot_ref) {
+  if (ofContext(o, context)) {
     o.scope = context.scope;
     o.retrieval_snapshot_ref = context.retrieval_snapshot_ref;
     o.policy_snapshot_ref = context.policy_snapshot_ref;
