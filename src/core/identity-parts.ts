@@ -28,7 +28,8 @@ import { flat } from "./flat-string.js";
 import { deliveriesOf, emptyIdentityState, versionOf, type FingerprintState, type IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { compareOrder } from "./ordering.js";
-import { adoptedObservation, ownedContext, ownedObservation } from "./owned-observation.js";
+import { ofContext, ownedContext, ownedObservation, pooledList } from "./owned-observation.js";
+import { ObservationShelf, ShelvedObservation } from "./shelved-observation.js";
 import { partHash, Sum256 } from "./part-hash.js";
 import {
   historyPart,
@@ -170,6 +171,8 @@ export class IdentityParts {
   /** The sum of the stored parts' element hashes; a subject's and a history entry's is on its part, a conflict's here. */
   private readonly sum = new Sum256();
   private conflictHashes: Map<string, string> | null = null;
+  /** The kept observations' bytes (shelved-observation.ts). */
+  private readonly shelf = new ObservationShelf();
 
   /** Past the delivery bound: the packet is a constant rejected packet and nothing else is kept. */
   private isSealed = false;
@@ -192,19 +195,19 @@ export class IdentityParts {
 
   /**
    * Fold one delivery; the parts change at the next flush. Returns what the delivery was. `owned`: the
-   * observation's strings are its own (ReadObservation.owned), so it is kept itself, not a copy of it.
+   * observation's strings are its own (ReadObservation.owned), so the kept copy takes them without copying.
    */
   fold(obs: Observation, fingerprint: string, owned = false): "new" | "duplicate" | "conflict" | "sealed" {
     this.state.deliveries++;
     if (this.isSealed) return "sealed";
-    // What the state keeps is an owned copy (owned-observation.ts), made only when it is kept; the id it
+    // What the state keeps is a kept copy (shelved-observation.ts), made only when it is kept; the id it
     // keys the state and the parts with is a kept observation's (the delivery's own may be a view into its record).
     const versions = this.state.byId.get(obs.observation_id);
     if (versions === undefined) {
       const own = this.keptCopy(obs, owned);
       this.state.byId.set(own.observation_id, [{ fingerprint, representative: own, count: 1 }]);
       this.representatives++;
-      this.accept(own.observation_id, own, fingerprint);
+      this.accept(own.observation_id, own, fingerprint, obs);
       return "new";
     }
     const id = versions[0]!.representative.observation_id;
@@ -218,7 +221,7 @@ export class IdentityParts {
         this.touchConflict(id);
       } else if (earlier !== null) {
         this.unaccept(id);
-        this.accept(id, earlier, fingerprint);
+        this.accept(id, earlier, fingerprint, obs);
       }
       if (earlier !== null) prior.representative = earlier;
       return "duplicate";
@@ -234,7 +237,7 @@ export class IdentityParts {
   }
 
   private keptCopy(obs: Observation, owned: boolean): Observation {
-    return owned ? adoptedObservation(obs, this.context) : ownedObservation(obs, this.context);
+    return ofContext(obs, this.context) ? new ShelvedObservation(obs, owned, this.context, this.shelf) : ownedObservation(obs, this.context);
   }
 
   /** Load stored state (every id's versions) without per-delivery bookkeeping; flush afterwards. */
@@ -244,14 +247,16 @@ export class IdentityParts {
       this.state.byId.set(id, versions);
       this.representatives += versions.length;
       let count = 0;
+      let read: Observation | undefined;
       for (const v of versions) {
         count += v.count;
-        v.representative = ownedObservation(v.representative, this.context); // read from stored fragments: see fold
+        read = v.representative;
+        v.representative = this.keptCopy(read, false); // read from stored fragments: see fold
       }
       this.duplicates += count - versions.length;
       if (versions.length === 1) {
         const only = versions[0]!;
-        this.accept(id, only.representative, only.fingerprint);
+        this.accept(id, only.representative, only.fingerprint, read!);
       } else {
         this.conflictingDeliveries += count;
         this.touchConflict(id);
@@ -259,24 +264,30 @@ export class IdentityParts {
     }
   }
 
-  private accept(id: string, obs: Observation, fingerprint: string): void {
+  /**
+   * `obs` is the kept copy, `full` the observation it was made from: what only the group's key and the
+   * history fragment read (the kept copy reads those from its shelf, slowly) is read from `full`.
+   */
+  private accept(id: string, obs: Observation, fingerprint: string, full: Observation): void {
     // The subject id (a sha256) is a function of what the map key holds: computed only for a new group.
-    const mapKey = subjectGroupKey(obs);
+    const mapKey = subjectGroupKey(full);
     let group = this.groups.get(mapKey);
     let h: HistoryPart;
     if (group === undefined) {
       // Spelled out, not spread: a spread here cost ~2 µs a group (a profile of the fold). The lists start as
       // literals of one: an element spliced or pushed into an empty array gets room for 17 (~130 bytes each
       // unused), and most subjects keep one or two observations.
-      const g = subjectGroupOf(obs);
-      h = historyPart(obs, g.subjectId, fingerprint);
-      group = { level: g.level, key: g.key, subjectId: g.subjectId, digests: g.digests, items: [obs], mapKey, chrono: [h], chronoObs: [obs], factors: null, member: null };
+      const g = subjectGroupOf(full);
+      h = historyPart(full, g.subjectId, fingerprint);
+      const digests = pooledList(g.digests); // `full`'s list may hold views into its record
+      const key = g.level === "none" ? g.key : digests;
+      group = { level: g.level, key, subjectId: g.subjectId, digests, items: [obs], mapKey, chrono: [h], chronoObs: [obs], factors: null, member: null };
       this.groups.set(mapKey, group);
       this.levels[group.level]++;
     } else {
       const i = lowerBound(group.items, id);
       group.items.splice(i, 0, obs);
-      h = historyPart(obs, group.subjectId, fingerprint);
+      h = historyPart(full, group.subjectId, fingerprint);
       const at = memberBound(group.chrono, h.member);
       group.chrono.splice(at, 0, h);
       group.chronoObs.splice(at, 0, obs);

@@ -3,7 +3,7 @@
  * instead of its decoded text: the fold's per-record path. Decoding a ~1.5 KB
  * value into a string, cutting its values as views of it and copying the ones
  * a model keeps cost ~2 KB of young garbage a record; here each value becomes
- * one string of its own (owned: a kept copy adopts it) and the id and the
+ * one string of its own (owned: a kept copy takes them without copying) and the id and the
  * fingerprint hash ranges of the bytes.
  *
  * It takes exactly what the canonical regex takes, where the value is ASCII,

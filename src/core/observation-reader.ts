@@ -40,7 +40,7 @@ export class ReadObservation {
   constructor(
     readonly observation: Observation,
     readonly fingerprint: string,
-    /** Its strings are copies, none a view into the text it was read from (the bytes tier's): a kept copy may adopt them. */
+    /** Its strings are copies, none a view into the text it was read from (the bytes tier's): a kept copy takes its id and created_at without copying them. */
     readonly owned = false,
   ) {}
 }

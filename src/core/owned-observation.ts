@@ -48,7 +48,7 @@ function pooled(s: string): string {
   return remember(pool, POOL_STRINGS, own, own);
 }
 
-function pooledList(list: readonly string[]): string[] {
+export function pooledList(list: readonly string[]): string[] {
   // Typed as mutable for the Observation interface; frozen, so a mutation would throw rather than spread.
   if (list.length === 0) return NONE as string[];
   if (list.length > 1) return list.map(pooled);
@@ -66,7 +66,7 @@ function ownedScope(s: Scope): Scope {
 }
 
 /** The observation's scope and snapshot refs are its identity context's (they are for every observation of an identity). */
-function ofContext(o: Observation, context: ReducerContext): boolean {
+export function ofContext(o: Observation, context: ReducerContext): boolean {
   return scopesEqual(o.scope, context.scope) && o.retrieval_snapshot_ref === context.retrieval_snapshot_ref && o.policy_snapshot_ref === context.policy_snapshot_ref;
 }
 
@@ -102,25 +102,6 @@ export function ownedObservation(o: Observation, context: ReducerContext): Obser
     external_writes_performed: false,
     raw_content_captured: false,
   };
-}
-
-/**
- * `o` itself as the kept copy, when its strings are its own already (read from
- * a record's bytes: ReadObservation.owned): the context's scope and snapshot
- * refs and the pools' values take the place of equal ones, and no string or
- * object is copied. `o` is changed in place, every field keeping its value.
- */
-export function adoptedObservation(o: Observation, context: ReducerContext): Observation {
-  if (ofContext(o, context)) {
-    o.scope = context.scope;
-    o.retrieval_snapshot_ref = context.retrieval_snapshot_ref;
-    o.policy_snapshot_ref = context.policy_snapshot_ref;
-  }
-  o.memory_ref_digests = pooledList(o.memory_ref_digests);
-  o.reason_codes = pooledList(o.reason_codes);
-  o.evaluator_ref = pooled(o.evaluator_ref);
-  o.evaluation_version = pooled(o.evaluation_version);
-  return o;
 }
 
 /** The same reducer context, owning its strings (a model keeps its context; readers cut it from the first record). */

@@ -122,10 +122,12 @@ function decodeNote(text: string, parts: PartsView, digest: string): ChangeNote 
 }
 
 /**
- * What a cached model holds on the V8 heap, as the cache's byte bound counts it
+ * What a cached model holds, on the V8 heap and in its shelf of observation
+ * bytes (shelved-observation.ts), as the cache's byte bound counts it
  * (IdentityApplier): above what bench/model-memory.bench.ts measures, which
- * prints this estimate beside its measurements (a model of one delivery: 7.8-8.3 KB
- * since the offset index, 2026-12-05), and a unit test holds it above.
+ * prints this estimate beside its measurements (a model of one delivery:
+ * 8.0 KB, of ~44 observations 2.0 KB an observation, 2026-12-06), and a unit
+ * test holds it above.
  */
 export const MODEL_HEAP_BYTES = { base: 7 * 1024, perObservation: 2.5 * 1024 } as const;
 

@@ -1,7 +1,7 @@
 /**
  * The cache's byte bound counts each model by MODEL_HEAP_BYTES (identity-model.ts). That estimate must stay above what
- * a model really holds on the heap, or a full cache holds more than MUFOLD_CACHE_MAX_BYTES: models are built as the
- * fold builds them, their records dropped, and the heap they keep measured after full collections (as
+ * a model really holds, on the heap and in its shelf (ArrayBuffers), or a full cache holds more than MUFOLD_CACHE_MAX_BYTES:
+ * models are built as the fold builds them, their records dropped, and what they keep measured after full collections (as
  * bench/model-memory.bench.ts does, which prints the breakdown).
  */
 import { describe, expect, it } from "vitest";

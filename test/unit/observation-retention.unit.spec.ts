@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { detached } from "../../src/core/flat-string.js";
 import { contextOfObservation } from "../../src/core/index.js";
-import { adoptedObservation, ownedContext, ownedObservation } from "../../src/core/owned-observation.js";
+import { ownedContext, ownedObservation } from "../../src/core/owned-observation.js";
 import type { Observation } from "../../src/core/observation-model.js";
 import { observation } from "../support/fixtures.js";
 
@@ -68,26 +68,6 @@ describe("a cached model does not keep the text its observations were read from"
     expect(Object.isFrozen(ownA.reason_codes)).toBe(true);
     expect(() => ownA.reason_codes.push("x")).toThrow(TypeError); // shared lists cannot be changed through one observation
     expect(ownA.evidence_refs).toEqual(a.evidence_refs);
-  });
-
-  it("an adopted observation is the observation itself, every field equal, the context's scope and the pools' values in place", () => {
-    const cut = (o: Observation): Observation => JSON.parse(JSON.stringify(o)) as Observation;
-    const first = cut(observation({ reason_codes: ["signal:adopted_one"], evaluator_ref: "evaluator:adopting" }));
-    const context = ownedContext(contextOfObservation(first, "memory_utility_reducer_v0"));
-    const kept = ownedObservation(first, context);
-    const o = cut(first);
-    const original = cut(o);
-    const adopted = adoptedObservation(o, context);
-    expect(adopted).toBe(o);
-    expect(adopted).toStrictEqual(original);
-    expect(Object.keys(adopted)).toEqual(Object.keys(original));
-    expect(adopted.scope).toBe(context.scope);
-    expect(adopted.retrieval_snapshot_ref).toBe(context.retrieval_snapshot_ref);
-    expect(adopted.reason_codes).toBe(kept.reason_codes); // pooled: one list for both
-    expect(adopted.evaluator_ref).toBe(kept.evaluator_ref);
-    const elsewhere = cut(first);
-    const other = ownedContext({ ...context, policy_snapshot_ref: "policy:another" });
-    expect(adoptedObservation(elsewhere, other).scope).not.toBe(other.scope); // not its identity's: its own kept
   });
 
   it("values stay equal once the pool has been emptied for being full", () => {

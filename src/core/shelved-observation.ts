@@ -1,0 +1,293 @@
+/**
+ * What a cached identity model keeps of an accepted observation, mostly off
+ * the V8 heap. A fold reads few of a kept observation's fields again: its id
+ * and created_at (order, history members, the latest), and its label, basis,
+ * level and confidence (the subject's estimate). Those stay on a small object.
+ * The fields only a conflict's delivery record reads again (receipt, outcome
+ * ref, evaluator, evidence refs, memory ref digests, reason codes) go into
+ * its identity's shelf, one growable Buffer whose bytes the collector neither
+ * copies nor marks; the scope and snapshot refs are the identity's context's,
+ * and the rest is constant. A getter of one of those fields rebuilds the
+ * observation from the shelf.
+ *
+ * Measured by bench/model-memory.bench.ts (--shapes) on the pipeline bench's
+ * shape: a kept observation held ~0.9 KB of strings, lists and an 18-field
+ * object on the heap; shelved, one 9-field object and two strings, and ~160
+ * bytes of shelf.
+ */
+import { detached } from "./flat-string.js";
+import type { ReducerContext } from "./identity.js";
+import { OBSERVATION_SCHEMA_VERSION, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityLabel } from "./observation-model.js";
+
+/**
+ * An identity's shelved fields, one observation's after another's. Each
+ * string is a varint (LEB128) head, then its bytes: an ASCII string a byte a
+ * character, any other its UTF-16 code units (exact for every JS string); the
+ * head is the byte length, shifted left once, with 1 for UTF-16. Each list is
+ * its length as a varint, then its strings.
+ */
+export class ObservationShelf {
+  private bytes: Buffer | null = null;
+  private used = 0;
+
+  /** Bytes held (the model's memory estimate counts them with its observations). */
+  get capacity(): number {
+    return this.bytes?.length ?? 0;
+  }
+
+  /** Shelve `o`'s cold fields; returns where they start. */
+  put(o: Observation): number {
+    const start = this.used;
+    // Sized and written as ASCII, a byte a character (the contract's refs are ASCII): a call into Buffer's
+    // native byteLength and write for each string cost ~2 µs a record. Another character starts it over.
+    if (this.write(o, sizeOf)) return start;
+    this.used = start;
+    this.write(o, anySizeOf);
+    return start;
+  }
+
+  /** Reserve room for `o`'s fields as `size` measures strings and write them; false if a string was not ASCII. */
+  private write(o: Observation, size: (s: string) => number): boolean {
+    let n = varintSize(o.evidence_refs.length) + varintSize(o.memory_ref_digests.length) + varintSize(o.reason_codes.length);
+    n += size(o.application_receipt_id) + size(o.outcome_ref) + size(o.evaluator_ref) + size(o.evaluation_version);
+    for (const s of o.evidence_refs) n += size(s);
+    for (const s of o.memory_ref_digests) n += size(s);
+    for (const s of o.reason_codes) n += size(s);
+    let at = this.reserve(n);
+    const ascii = size === sizeOf;
+    at = this.putString(at, o.application_receipt_id, ascii);
+    at = this.putString(at, o.outcome_ref, ascii);
+    at = this.putString(at, o.evaluator_ref, ascii);
+    at = this.putString(at, o.evaluation_version, ascii);
+    at = this.putList(at, o.evidence_refs, ascii);
+    at = this.putList(at, o.memory_ref_digests, ascii);
+    at = this.putList(at, o.reason_codes, ascii);
+    return at >= 0;
+  }
+
+  /** The fields `put` shelved at `start`, as an observation with the rest from `kept` (see ShelvedObservation.full). */
+  read(start: number, kept: ShelvedObservation, context: ReducerContext): Observation {
+    cursor = start;
+    const application_receipt_id = this.getString();
+    const outcome_ref = this.getString();
+    const evaluator_ref = this.getString();
+    const evaluation_version = this.getString();
+    const evidence_refs = this.getList();
+    const memory_ref_digests = this.getList();
+    const reason_codes = this.getList();
+    return {
+      schema_version: OBSERVATION_SCHEMA_VERSION,
+      observation_id: kept.observation_id,
+      scope: context.scope,
+      application_receipt_id,
+      memory_ref_digests,
+      retrieval_snapshot_ref: context.retrieval_snapshot_ref,
+      policy_snapshot_ref: context.policy_snapshot_ref,
+      outcome_ref,
+      utility_label: kept.utility_label,
+      attribution_level: kept.attribution_level,
+      evidence_basis: kept.evidence_basis,
+      confidence: kept.confidence,
+      reason_codes,
+      evidence_refs,
+      evaluator_ref,
+      evaluation_version,
+      created_at: kept.created_at,
+      grants_new_action_authority: false,
+      provider_write_performed: false,
+      external_writes_performed: false,
+      raw_content_captured: false,
+    };
+  }
+
+  /** Room for `n` more bytes; returns where they go. Grows by half again, at least by `n`. */
+  private reserve(n: number): number {
+    const at = this.used;
+    const old = this.bytes;
+    if (old === null || old.length - at < n) {
+      // Not Buffer.allocUnsafe: a pool slice would keep its whole 8 KB pool alive with the model.
+      const next = Buffer.allocUnsafeSlow(old === null ? n : Math.max(old.length + (old.length >> 1), at + n));
+      if (old !== null) old.copy(next, 0, 0, at);
+      this.bytes = next;
+    }
+    this.used = at + n;
+    return at;
+  }
+
+  private putVarint(at: number, n: number): number {
+    const b = this.bytes!;
+    while (n > 0x7f) {
+      b[at++] = (n & 0x7f) | 0x80;
+      n >>>= 7;
+    }
+    b[at++] = n;
+    return at;
+  }
+
+  /** Write `s` at `at` (past -1: nothing); returns where it ends, or -1 when `ascii` and it is not ASCII. */
+  private putString(at: number, s: string, ascii: boolean): number {
+    if (at < 0) return at;
+    const b = this.bytes!;
+    if (!ascii && !isAscii(s)) {
+      // UTF-16 code units as they are (a lone surrogate too: UTF-8 would replace it), flagged by the length's low bit.
+      const from = this.putVarint(at, ((2 * s.length) << 1) | 1);
+      return from + b.write(s, from, "utf16le");
+    }
+    const from = this.putVarint(at, s.length << 1);
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c > 0x7f) return -1;
+      b[from + i] = c;
+    }
+    return from + s.length;
+  }
+
+  private putList(at: number, list: readonly string[], ascii: boolean): number {
+    if (at < 0) return at;
+    at = this.putVarint(at, list.length);
+    for (const s of list) at = this.putString(at, s, ascii);
+    return at;
+  }
+
+  private getVarint(): number {
+    const b = this.bytes!;
+    let n = 0;
+    let shift = 0;
+    let c: number;
+    do {
+      c = b[cursor++]!;
+      n |= (c & 0x7f) << shift;
+      shift += 7;
+    } while (c > 0x7f);
+    return n;
+  }
+
+  private getString(): string {
+    const head = this.getVarint();
+    const length = head >>> 1;
+    const s = this.bytes!.toString(head & 1 ? "utf16le" : "latin1", cursor, cursor + length);
+    cursor += length;
+    return s;
+  }
+
+  private getList(): string[] {
+    const n = this.getVarint();
+    const list: string[] = [];
+    for (let i = 0; i < n; i++) list.push(this.getString());
+    return list;
+  }
+}
+
+/** Where `read` is (one reader at a time: reads are synchronous). */
+let cursor = 0;
+
+function varintSize(n: number): number {
+  let size = 1;
+  for (let rest = n >>> 7; rest > 0; rest >>>= 7) size++;
+  return size;
+}
+
+/** An ASCII string's size on the shelf: its varint head and a byte a character. */
+function sizeOf(s: string): number {
+  return varintSize(s.length << 1) + s.length;
+}
+
+/** Any string's size on the shelf: as ASCII, or its varint head and two bytes a UTF-16 unit. */
+function anySizeOf(s: string): number {
+  return isAscii(s) ? sizeOf(s) : varintSize((2 * s.length) << 1) + 2 * s.length;
+}
+
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
+/** The last observation a getter rebuilt: observationJson reads seven shelved fields in a row. */
+const last: { of: ShelvedObservation | null; rebuilt: Observation | null } = { of: null, rebuilt: null };
+
+/**
+ * A kept observation: an Observation to every reader, equal in every field to
+ * the one it was made from. The scope and snapshot refs are its identity's
+ * context's (it is made only for an observation of that context).
+ */
+export class ShelvedObservation implements Observation {
+  readonly observation_id: string;
+  readonly created_at: string;
+  readonly utility_label: UtilityLabel;
+  readonly attribution_level: AttributionLevel;
+  readonly evidence_basis: EvidenceBasis;
+  readonly confidence: number;
+  private readonly at: number;
+
+  /** `owned`: `o`'s strings are its own (ReadObservation.owned), not views into a record's text to be copied. */
+  constructor(
+    o: Observation,
+    owned: boolean,
+    private readonly context: ReducerContext,
+    private readonly shelf: ObservationShelf,
+  ) {
+    this.observation_id = owned ? o.observation_id : detached(o.observation_id);
+    this.created_at = owned ? o.created_at : detached(o.created_at);
+    // Compared by value everywhere; strings this short are copies already (flat-string.ts).
+    this.utility_label = o.utility_label;
+    this.attribution_level = o.attribution_level;
+    this.evidence_basis = o.evidence_basis;
+    this.confidence = o.confidence;
+    this.at = shelf.put(o);
+  }
+
+  /** The observation as a plain object, rebuilt from the shelf (for the rare reader of a shelved field). */
+  full(): Observation {
+    if (last.of !== this) {
+      last.rebuilt = this.shelf.read(this.at, this, this.context);
+      last.of = this;
+    }
+    return last.rebuilt!;
+  }
+
+  get schema_version(): typeof OBSERVATION_SCHEMA_VERSION {
+    return OBSERVATION_SCHEMA_VERSION;
+  }
+  get scope(): Observation["scope"] {
+    return this.context.scope;
+  }
+  get retrieval_snapshot_ref(): string {
+    return this.context.retrieval_snapshot_ref;
+  }
+  get policy_snapshot_ref(): string {
+    return this.context.policy_snapshot_ref;
+  }
+  get application_receipt_id(): string {
+    return this.full().application_receipt_id;
+  }
+  get memory_ref_digests(): string[] {
+    return this.full().memory_ref_digests;
+  }
+  get outcome_ref(): string {
+    return this.full().outcome_ref;
+  }
+  get reason_codes(): string[] {
+    return this.full().reason_codes;
+  }
+  get evidence_refs(): string[] {
+    return this.full().evidence_refs;
+  }
+  get evaluator_ref(): string {
+    return this.full().evaluator_ref;
+  }
+  get evaluation_version(): string {
+    return this.full().evaluation_version;
+  }
+  get grants_new_action_authority(): false {
+    return false;
+  }
+  get provider_write_performed(): false {
+    return false;
+  }
+  get external_writes_performed(): false {
+    return false;
+  }
+  get raw_content_captured(): false {
+    return false;
+  }
+}
