@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   canonicalDigest,
@@ -41,6 +42,21 @@ describe("direct canonical writers equal the generic canonical JSON", () => {
       const prefix = o.attribution_level === "none" ? "mul_" : o.attribution_level === "item" ? "mui_" : "mus_";
       expect(subjectIdOf(o)).toBe(canonicalDigest(subjectIdentity, prefix));
     }
+  });
+});
+
+describe("subject ids", () => {
+  it("equal the canonical digest of the subject's identity for any receipt and digests, escaped or not", () => {
+    const text = fc.oneof(fc.string({ maxLength: 20 }), fc.string({ unit: "binary", maxLength: 20 }), fc.constantFrom('a"b', "c\\d", "e\u0001f", "g\ud800h", "\ud83d\ude00"));
+    fc.assert(
+      fc.property(fc.constantFrom("item", "set", "none") as fc.Arbitrary<"item" | "set" | "none">, text, fc.array(text, { maxLength: 4 }), (level, receipt, digests) => {
+        const subjectIdentity: PyObject =
+          level === "none" ? { attribution_level: "none", application_receipt_id: receipt, memory_ref_digests: digests } : { attribution_level: level, memory_ref_digests: digests };
+        const prefix = level === "none" ? "mul_" : level === "item" ? "mui_" : "mus_";
+        expect(subjectIdOf({ attribution_level: level, application_receipt_id: receipt, memory_ref_digests: digests })).toBe(canonicalDigest(subjectIdentity, prefix));
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 
