@@ -5,6 +5,7 @@
  * turns it into stored fragments. One analysis keeps the two identical.
  */
 import { sortedIds } from "./id-order.js";
+import type { ProposalFields } from "./compact-json.js";
 import { subjectIdOf } from "./identity.js";
 import type { IdentityState } from "./identity-state.js";
 import type { AttributionLevel, Observation } from "./observation.js";
@@ -126,7 +127,7 @@ export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
 }
 
 /** A subject's packet entry and, when its review state is not none, its review proposal. */
-export function subjectOfGroup(group: SubjectGroup, latest?: Observation, factors?: FactorList): { subject: ReducedSubject; proposal: PyObject | null } {
+export function subjectOfGroup(group: SubjectGroup, latest?: Observation, factors?: FactorList): { subject: ReducedSubject; proposal: (ProposalFields & PyObject) | null } {
   const subject = reduceSubject(group.subjectId, group.level, group.digests, group.items, latest, factors);
   const rv = subject.review;
   if (rv.state === "none") return { subject, proposal: null };

@@ -14,7 +14,7 @@ import { reducerIdentity, type ReducerContext } from "./identity.js";
 import type { IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { historyEntryStored, historyListJson, putHistoryList, type HistoryEntryOf } from "./observation-json.js";
-import { CompactText, canonicalSubject, compactJson, compactString, expandTokens, putExpanded, storedSubject } from "./compact-json.js";
+import { CompactText, canonicalSubject, compactJson, compactString, expandTokens, putExpanded, storedProposal, storedSubject } from "./compact-json.js";
 import { compareOrder, indexesInOrder, sortedInOrder } from "./ordering.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } from "./projection.js";
 import { pyEquals, type PyObject } from "./pyvalue.js";
@@ -153,7 +153,7 @@ export function subjectPartOf(
   return {
     member: member ?? subjectMember(group.level, group.key, group.subjectId),
     fragment: form === "canonical" ? canonicalSubject(subject) : storedSubject(subject),
-    proposal: proposal === null ? null : form === "canonical" ? canonicalJson(proposal) : compactJson(proposal),
+    proposal: proposal === null ? null : form === "canonical" ? canonicalJson(proposal) : storedProposal(proposal),
     conflict: proposal !== null && proposal.state === "conflict",
     latest: latestMember ?? historyMember(latest.created_at, latest.observation_id),
     items: group.items,

@@ -8,7 +8,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { canonicalJson } from "../../src/core/canonical-json.js";
 import { librarySource } from "../../src/adapters/redis/functions.js";
-import { EXPANSION, KEY_TOKENS, VALUE_TOKENS, compactJson, expandTokens, putExpanded } from "../../src/core/compact-json.js";
+import { EXPANSION, KEY_TOKENS, VALUE_TOKENS, compactJson, expandTokens, putExpanded, type ProposalFields } from "../../src/core/compact-json.js";
 import { AsciiText } from "../../src/core/ascii-text.js";
 import { historyEntryJson, historyEntryStored } from "../../src/core/observation-json.js";
 import { PyFloat, type PyValue } from "../../src/core/pyvalue.js";
@@ -132,6 +132,39 @@ describe("storedSubject", () => {
     });
     fc.assert(fc.property(subject, (s) => storedSubject(s as unknown as ReducedSubject) === compactJson(s as unknown as PyValue)), { numRuns: 2000 });
     fc.assert(fc.property(subject, (s) => canonicalSubject(s as unknown as ReducedSubject) === canonicalJson(s as unknown as PyValue)), { numRuns: 2000 });
+  });
+});
+
+describe("storedProposal", () => {
+  it("equals compactJson on every review proposal of simulated identities, and on random proposals of its type", async () => {
+    const { projectIdentityState } = await import("../../src/core/reducer.js");
+    const { emptyIdentityState, foldDelivery } = await import("../../src/core/identity-state.js");
+    const { contextOfObservation } = await import("../../src/core/identity.js");
+    const { storedProposal } = await import("../../src/core/compact-json.js");
+    let proposals = 0;
+    for (const seed of [1, 2, 3]) {
+      const all = [...simulate({ agents: 1, observationsPerAgent: 300, snapshotEvery: 1e9, duplicateRate: 0.1, conflictRate: 0.1, memories: 8, seed })];
+      const state = emptyIdentityState();
+      for (const d of all) foldDelivery(state, d.observation);
+      const packet = projectIdentityState(contextOfObservation(all[0]!.observation, "memory_utility_reducer_v0"), state) as { review_proposals: PyValue[] };
+      for (const p of packet.review_proposals) {
+        expect(storedProposal(p as unknown as ProposalFields)).toBe(compactJson(p));
+        proposals++;
+      }
+    }
+    expect(proposals).toBeGreaterThan(10);
+    const proposal = fc.record({
+      subject_id: text,
+      attribution_level: text,
+      memory_ref_digests: fc.array(text, { maxLength: 4 }),
+      state: text,
+      proposed_action: text,
+      reason_codes: fc.array(text, { maxLength: 4 }),
+      quarantine_proposed: fc.boolean(),
+      automatic_deletion: fc.constant(false as const),
+      action_authority_granted: fc.constant(false as const),
+    });
+    fc.assert(fc.property(proposal, (p) => storedProposal(p) === compactJson(p as unknown as PyValue)), { numRuns: 2000 });
   });
 });
 
