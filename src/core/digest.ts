@@ -73,8 +73,17 @@ export class AsciiDigest {
   }
 
   hex(): string {
+    return this.digest("hex");
+  }
+
+  /** The digest as 32 latin1 characters (part-hash.ts). */
+  binary(): string {
+    return this.digest("binary");
+  }
+
+  private digest(encoding: "hex" | "binary"): string {
     const bytes = this.view(this.used);
-    return oneShotBytes ? oneShotBytes("sha256", bytes, "hex") : crypto.createHash("sha256").update(bytes).digest("hex");
+    return oneShotBytes ? oneShotBytes("sha256", bytes, encoding) : crypto.createHash("sha256").update(bytes).digest(encoding);
   }
 
   private view(n: number): Buffer {
@@ -93,4 +102,4 @@ export class AsciiDigest {
 type LatinWritable = Buffer & { latin1Write?: (s: string, offset: number) => number };
 type Utf8Writable = Buffer & { utf8Write?: (s: string, offset: number) => number };
 
-const oneShotBytes = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: "hex") => string }).hash;
+const oneShotBytes = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: "hex" | "binary") => string }).hash;

@@ -4,6 +4,7 @@
  * the parts it changed instead of hashing the whole packet again.
  */
 import { hash } from "node:crypto";
+import { AsciiDigest } from "./digest.js";
 
 /**
  * The element hash of one stored part: sha256 of its fragment (followed by
@@ -16,8 +17,12 @@ import { hash } from "node:crypto";
  * every fragment (1.2 KB a record in the fold, bench/engine.bench.ts).
  */
 export function partHash(fragment: string, proposal: string | null = null): string {
-  return hash("sha256", proposal === null ? fragment : fragment + "\u0000" + proposal, "binary");
+  if (proposal === null) return hash("sha256", fragment, "binary");
+  // Written into one buffer: joined, the fragment and its proposal were flattened into a copy (~0.6 KB a subject).
+  return joined.start().putText(fragment).char(0).putText(proposal).binary();
 }
+
+const joined = new AsciiDigest();
 
 /** A sum mod 2^256 of 32-byte big-endian numbers, in sixteen 16-bit words (most significant first). */
 export class Sum256 {

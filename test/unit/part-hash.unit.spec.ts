@@ -36,6 +36,7 @@ describe("partHash", () => {
     expect(partHash("c", "d")).toBe(sha("c\u0000d"));
     expect(partHash(long, long)).toBe(sha(long + "\u0000" + long));
     expect(partHash("a")).toBe(sha("a"));
+    expect(partHash("x\ud800", "\udc00y\ud83d")).toBe(sha("x\ud800\u0000\udc00y\ud83d")); // lone surrogates: U+FFFD each
   });
 });
 
