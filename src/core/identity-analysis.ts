@@ -11,7 +11,7 @@ import type { IdentityState } from "./identity-state.js";
 import type { AttributionLevel, Observation } from "./observation.js";
 import { MAX_CONFLICT_FINGERPRINTS, MAX_PROJECTION_OBSERVATIONS, MAX_PROJECTION_SUBJECTS } from "./projection-limits.js";
 import type { PyObject } from "./pyvalue.js";
-import { reduceSubject, type FactorList, type ReducedSubject } from "./subject.js";
+import { reduceSubject, scratchSubject, type FactorList, type ReducedSubject, type SubjectReview } from "./subject.js";
 
 export interface SubjectGroup {
   level: AttributionLevel;
@@ -126,23 +126,45 @@ export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
   };
 }
 
-/** A subject's packet entry and, when its review state is not none, its review proposal. */
-export function subjectOfGroup(group: SubjectGroup, latest?: Observation, factors?: FactorList): { subject: ReducedSubject; proposal: (ProposalFields & PyObject) | null } {
-  const subject = reduceSubject(group.subjectId, group.level, group.digests, group.items, latest, factors);
-  const rv = subject.review;
-  if (rv.state === "none") return { subject, proposal: null };
+/** Where subjectOfGroup writes when asked for a scratch result (one at a time: see reduceSubject's `into`). */
+const scratch = { subject: scratchSubject(), proposal: null as (ProposalFields & PyObject) | null };
+const scratchProposal = subjectProposal({ subjectId: "", level: "item", digests: [] }, scratch.subject.review);
+
+function subjectProposal(group: Pick<SubjectGroup, "subjectId" | "level" | "digests">, rv: SubjectReview): ProposalFields & PyObject {
   return {
-    subject,
-    proposal: {
-      subject_id: group.subjectId,
-      attribution_level: group.level,
-      memory_ref_digests: [...group.digests],
-      state: rv.state,
-      proposed_action: rv.proposed_action,
-      reason_codes: [...rv.reason_codes],
-      quarantine_proposed: rv.quarantine_proposed,
-      automatic_deletion: false,
-      action_authority_granted: false,
-    },
+    subject_id: group.subjectId,
+    attribution_level: group.level,
+    memory_ref_digests: [...group.digests],
+    state: rv.state,
+    proposed_action: rv.proposed_action,
+    reason_codes: [...rv.reason_codes],
+    quarantine_proposed: rv.quarantine_proposed,
+    automatic_deletion: false,
+    action_authority_granted: false,
   };
+}
+
+/**
+ * A subject's packet entry and, when its review state is not none, its review proposal. `reuse`: the result, its
+ * subject and its proposal are scratch objects, overwritten by the next such call, for a caller that writes them
+ * out at once (a flush's stored fragments); they share the group's digests and the subject's reason codes.
+ */
+export function subjectOfGroup(group: SubjectGroup, latest?: Observation, factors?: FactorList, reuse = false): { subject: ReducedSubject; proposal: (ProposalFields & PyObject) | null } {
+  if (!reuse) {
+    const subject = reduceSubject(group.subjectId, group.level, group.digests, group.items, latest, factors);
+    return { subject, proposal: subject.review.state === "none" ? null : subjectProposal(group, subject.review) };
+  }
+  const rv = reduceSubject(group.subjectId, group.level, group.digests, group.items, latest, factors, scratch.subject).review;
+  scratch.proposal = null;
+  if (rv.state !== "none") {
+    const p = (scratch.proposal = scratchProposal);
+    p.subject_id = group.subjectId;
+    p.attribution_level = group.level;
+    p.memory_ref_digests = group.digests as string[];
+    p.state = rv.state;
+    p.proposed_action = rv.proposed_action;
+    p.reason_codes = rv.reason_codes;
+    p.quarantine_proposed = rv.quarantine_proposed;
+  }
+  return scratch;
 }

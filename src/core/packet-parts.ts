@@ -149,7 +149,8 @@ export function subjectPartOf(
   let latest = group.items[0]!;
   if (chronological !== undefined) latest = chronological[chronological.length - 1]!;
   else for (const o of group.items) if (compareOrder(o, latest) >= 0) latest = o;
-  const { subject, proposal } = subjectOfGroup(group, latest, factors?.byId);
+  // Stored form: the subject and its proposal are written out below, so they may be the scratch ones.
+  const { subject, proposal } = subjectOfGroup(group, latest, factors?.byId, form === "stored");
   return {
     member: member ?? subjectMember(group.level, group.key, group.subjectId),
     fragment: form === "canonical" ? canonicalSubject(subject) : storedSubject(subject),

@@ -106,6 +106,8 @@ function factorOf(o: Observation): number {
 export class FactorList {
   /** The stats of the whole list, or null until the next read walks it. Read-only to every reader. */
   private stats: SubjectStats | null = null;
+  /** The last stats dropped, reset and walked into by the next read: a read does not hold them across a change. */
+  private spare: SubjectStats | null = null;
 
   private constructor(
     readonly buckets: number[],
@@ -121,21 +123,27 @@ export class FactorList {
     const bucket = bucketOf(o);
     const factor = factorOf(o);
     if (this.stats !== null && at === this.buckets.length) addToStats(this.stats, bucket, factor);
-    else this.stats = null;
+    else this.drop();
     this.buckets.splice(at, 0, bucket);
     this.factors.splice(at, 0, factor);
   }
 
   remove(at: number): void {
-    this.stats = null;
+    this.drop();
     this.buckets.splice(at, 1);
     this.factors.splice(at, 1);
   }
 
   /** The stats of the list in its order (walked only when they were dropped since the last read). */
+  private drop(): void {
+    if (this.stats !== null) this.spare = this.stats;
+    this.stats = null;
+  }
+
   read(): Readonly<SubjectStats> {
     if (this.stats === null) {
-      const stats = emptyStats();
+      const stats = this.spare === null ? emptyStats() : resetStats(this.spare);
+      this.spare = null;
       const { buckets, factors } = this;
       for (let i = 0; i < buckets.length; i++) addToStats(stats, buckets[i]!, factors[i]!);
       this.stats = stats;
@@ -218,19 +226,29 @@ function sameRounded(x: readonly number[], y: readonly number[]): boolean {
   return true;
 }
 
-function summaryOfStats(stats: Readonly<SubjectStats>): LabelSummaryEntry[] {
-  const result: LabelSummaryEntry[] = [];
+/** The evidence summary of `stats`; into `into`'s entries when given (a scratch subject's: see reduceSubject). */
+function summaryOfStats(stats: Readonly<SubjectStats>, into?: LabelSummaryEntry[]): LabelSummaryEntry[] {
+  const result: LabelSummaryEntry[] = into ?? [];
+  let n = 0;
   for (let at = 0; at < BUCKETS; at++) {
-    const n = stats.count[at]!;
-    if (n === 0) continue;
-    // Keys in canonical (sorted) order, so the writers need not sort them for every subject they render.
-    result.push({
-      combined_confidence: new PyFloat(bounded(1.0 - stats.remaining[at]!, 0.0, 1.0)),
-      evidence_basis: EVIDENCE_ORDER[Math.floor(at / LABELS)]!,
-      observation_count: n,
-      utility_label: UTILITY_LABEL_ORDER[at % LABELS]!,
-    });
+    const count = stats.count[at]!;
+    if (count === 0) continue;
+    const combined = new PyFloat(bounded(1.0 - stats.remaining[at]!, 0.0, 1.0));
+    const basis = EVIDENCE_ORDER[Math.floor(at / LABELS)]!;
+    const label = UTILITY_LABEL_ORDER[at % LABELS]!;
+    const entry = n < result.length ? result[n] : undefined;
+    if (entry !== undefined) {
+      entry.combined_confidence = combined;
+      entry.evidence_basis = basis;
+      entry.observation_count = count;
+      entry.utility_label = label;
+    } else {
+      // Keys in canonical (sorted) order, so the writers need not sort them for every subject they render.
+      result.push({ combined_confidence: combined, evidence_basis: basis, observation_count: count, utility_label: label });
+    }
+    n++;
   }
+  result.length = n;
   return result;
 }
 
@@ -305,16 +323,25 @@ export function reduceSubject(
   latest?: Observation,
   /** The observations' buckets and factors in the same order, when the caller keeps them (saves a walk). */
   factors?: FactorList,
+  /**
+   * Write into this subject (scratchSubject) instead of making one: for a caller that writes the subject out
+   * before the next reduction into it, and keeps nothing of it (a flush: ~0.8 KB a subject of young garbage).
+   */
+  into?: ReducedSubject,
 ): ReducedSubject {
   const stats = subjectStats(factors ?? observations);
-  const support: Record<UtilityLabel, number> = { helpful: 0, harmful: 0, neutral: 0, unknown: 0 };
-  const strength: Record<EvidenceBasis, number> = {
+  const support: Record<UtilityLabel, number> = into?.support ?? { helpful: 0, harmful: 0, neutral: 0, unknown: 0 };
+  const strength: Record<EvidenceBasis, number> = into?.evidence_strength ?? {
     insufficient: 0,
     evaluator_inference: 0,
     deterministic_effect: 0,
     controlled_replay: 0,
     owner_correction: 0,
   };
+  if (into !== undefined) {
+    support.helpful = support.harmful = support.neutral = support.unknown = 0;
+    strength.insufficient = strength.evaluator_inference = strength.deterministic_effect = strength.controlled_replay = strength.owner_correction = 0;
+  }
   for (let at = 0; at < BUCKETS; at++) {
     const n = stats.count[at]!;
     if (n === 0) continue;
@@ -330,7 +357,8 @@ export function reduceSubject(
   let uncertainty = 1.0;
   let reviewState = "none";
   let reviewAction = "none";
-  const reasons: string[] = [];
+  const reasons: string[] = into === undefined ? [] : into.review.reason_codes;
+  reasons.length = 0;
   if (level === "none") {
     reviewState = "unresolved_attribution";
     reviewAction = "collect_attribution";
@@ -370,7 +398,28 @@ export function reduceSubject(
       }
     }
   }
-  const [lastAt, lastId] = latest === undefined ? latestOf(observations) : [latest.created_at, latest.observation_id];
+  let lastAt: string | null;
+  let lastId: string | null;
+  if (latest !== undefined) {
+    lastAt = latest.created_at;
+    lastId = latest.observation_id;
+  } else [lastAt, lastId] = latestOf(observations);
+  if (into !== undefined) {
+    into.subject_id = subjectId;
+    into.attribution_level = level;
+    into.memory_ref_digests = digests as string[];
+    into.utility_estimate = new PyFloat(utility);
+    into.effective_utility_label = effectiveLabel;
+    into.effective_evidence_basis = effectiveBasis;
+    into.confidence = new PyFloat(confidence);
+    into.uncertainty = new PyFloat(uncertainty);
+    summaryOfStats(stats, into.evidence_label_summary);
+    into.observation_count = observations.length;
+    into.last_observed_at = lastAt;
+    into.last_observation_id = lastId;
+    reviewInto(into.review, reviewState, reviewAction);
+    return into;
+  }
   return {
     subject_id: subjectId,
     attribution_level: level,
@@ -392,4 +441,23 @@ export function reduceSubject(
     automatic_deletion: false,
     action_authority_granted: false,
   };
+}
+
+/** A subject for reduceSubject to write into, again and again (its `into`). */
+export function scratchSubject(): ReducedSubject {
+  const subject = reduceSubject("", "item", [], []);
+  subject.review.reason_codes = []; // its own list: the reduction collects its reasons there
+  return subject;
+}
+
+/** `review(state, action, r.reason_codes)` written into `r`: the codes, collected there, set and sorted in place. */
+function reviewInto(r: SubjectReview, state: string, action: string): void {
+  r.state = state;
+  r.proposed_action = action;
+  if (r.reason_codes.length > 1) {
+    const codes = [...new Set(r.reason_codes)].sort();
+    r.reason_codes.length = 0;
+    for (const c of codes) r.reason_codes.push(c);
+  }
+  r.quarantine_proposed = state === "conflict";
 }
