@@ -130,18 +130,29 @@ export function analyzeIdentityState(state: IdentityState): IdentityAnalysis {
 const scratch = { subject: scratchSubject(), proposal: null as (ProposalFields & PyObject) | null };
 const scratchProposal = subjectProposal({ subjectId: "", level: "item", digests: [] }, scratch.subject.review);
 
-function subjectProposal(group: Pick<SubjectGroup, "subjectId" | "level" | "digests">, rv: SubjectReview): ProposalFields & PyObject {
-  return {
-    subject_id: group.subjectId,
-    attribution_level: group.level,
-    memory_ref_digests: [...group.digests],
-    state: rv.state,
-    proposed_action: rv.proposed_action,
-    reason_codes: [...rv.reason_codes],
-    quarantine_proposed: rv.quarantine_proposed,
-    automatic_deletion: false,
-    action_authority_granted: false,
-  };
+/** The review proposal of a subject; written into `into` when given, sharing the group's and the review's lists. */
+function subjectProposal(group: Pick<SubjectGroup, "subjectId" | "level" | "digests">, rv: SubjectReview, into?: ProposalFields & PyObject): ProposalFields & PyObject {
+  if (into === undefined) {
+    return {
+      subject_id: group.subjectId,
+      attribution_level: group.level,
+      memory_ref_digests: [...group.digests],
+      state: rv.state,
+      proposed_action: rv.proposed_action,
+      reason_codes: [...rv.reason_codes],
+      quarantine_proposed: rv.quarantine_proposed,
+      automatic_deletion: false,
+      action_authority_granted: false,
+    };
+  }
+  into.subject_id = group.subjectId;
+  into.attribution_level = group.level;
+  into.memory_ref_digests = group.digests as string[];
+  into.state = rv.state;
+  into.proposed_action = rv.proposed_action;
+  into.reason_codes = rv.reason_codes;
+  into.quarantine_proposed = rv.quarantine_proposed;
+  return into;
 }
 
 /**
@@ -155,16 +166,6 @@ export function subjectOfGroup(group: SubjectGroup, latest?: Observation, factor
     return { subject, proposal: subject.review.state === "none" ? null : subjectProposal(group, subject.review) };
   }
   const rv = reduceSubject(group.subjectId, group.level, group.digests, group.items, latest, factors, scratch.subject).review;
-  scratch.proposal = null;
-  if (rv.state !== "none") {
-    const p = (scratch.proposal = scratchProposal);
-    p.subject_id = group.subjectId;
-    p.attribution_level = group.level;
-    p.memory_ref_digests = group.digests as string[];
-    p.state = rv.state;
-    p.proposed_action = rv.proposed_action;
-    p.reason_codes = rv.reason_codes;
-    p.quarantine_proposed = rv.quarantine_proposed;
-  }
+  scratch.proposal = rv.state === "none" ? null : subjectProposal(group, rv, scratchProposal);
   return scratch;
 }

@@ -1,6 +1,6 @@
 /** Reducer identity (`mur_`), subject ids (`mui_`/`mus_`/`mul_`) and the strict reducer context. */
 import { needsEscape, quote } from "./canonical-json.js";
-import { AsciiDigest, canonicalDigest, sha256Hex } from "./digest.js";
+import { AsciiDigest, canonicalDigest } from "./digest.js";
 import type { Scope } from "./fields.js";
 import type { AttributionLevel, Observation } from "./observation.js";
 import { strictRef, strictScope } from "./strict-fields.js";
@@ -91,26 +91,22 @@ export function contextOfObservation(obs: Observation, reducerVersion: string): 
 
 const subjectDigest = new AsciiDigest();
 
+/** `s` as canonical JSON writes it, into `h`: quoted as it is, or escaped when JSON escapes it. */
+function putQuoted(h: AsciiDigest, s: string): AsciiDigest {
+  return needsEscape(s) ? h.putText(quote(s)) : h.char(0x22).putText(s).char(0x22);
+}
+
 /**
  * `mui_`/`mus_` over {attribution_level, memory_ref_digests}; `mul_` adds the receipt id (one lineage subject per
  * receipt). The canonical JSON is written into a reused buffer, not built as a string (a fold hashes one per new
- * subject: ~0.3 KB of young garbage a record); a value that JSON escapes takes the string path.
+ * subject: ~0.3 KB of young garbage a record).
  */
 export function subjectIdOf(obs: Pick<Observation, "attribution_level" | "memory_ref_digests" | "application_receipt_id">): string {
   const level: AttributionLevel = obs.attribution_level;
-  const lineage = level === "none";
-  let plain = !needsEscape(level) && !(lineage && needsEscape(obs.application_receipt_id));
-  for (const d of obs.memory_ref_digests) plain &&= !needsEscape(d);
-  const prefix = lineage ? "mul_" : level === "item" ? "mui_" : "mus_";
-  if (!plain) {
-    const digests = obs.memory_ref_digests.map(quote).join(",");
-    if (lineage) return prefix + sha256Hex(`{"application_receipt_id":${quote(obs.application_receipt_id)},"attribution_level":"none","memory_ref_digests":[${digests}]}`);
-    return prefix + sha256Hex(`{"attribution_level":${quote(level)},"memory_ref_digests":[${digests}]}`);
-  }
   const h = subjectDigest.start();
-  if (lineage) h.put('{"application_receipt_id":"').putText(obs.application_receipt_id).put('","attribution_level":"none","memory_ref_digests":[');
-  else h.put('{"attribution_level":"').putText(level).put('","memory_ref_digests":[');
+  if (level === "none") putQuoted(h.put('{"application_receipt_id":'), obs.application_receipt_id).put(',"attribution_level":"none","memory_ref_digests":[');
+  else putQuoted(h.put('{"attribution_level":'), level).put(',"memory_ref_digests":[');
   const digests = obs.memory_ref_digests;
-  for (let i = 0; i < digests.length; i++) h.put(i > 0 ? ',"' : '"').putText(digests[i]!).put('"');
-  return prefix + h.put("]}").hex();
+  for (let i = 0; i < digests.length; i++) putQuoted(i > 0 ? h.char(0x2c) : h, digests[i]!);
+  return (level === "none" ? "mul_" : level === "item" ? "mui_" : "mus_") + h.put("]}").hex();
 }

@@ -40,21 +40,21 @@ export class ObservationShelf {
     const start = this.used;
     // Sized and written as ASCII, a byte a character (the contract's refs are ASCII): a call into Buffer's
     // native byteLength and write for each string cost ~2 µs a record. Another character starts it over.
-    if (this.write(o, sizeOf)) return start;
+    if (this.write(o, true)) return start;
     this.used = start;
-    this.write(o, anySizeOf);
+    this.write(o, false);
     return start;
   }
 
-  /** Reserve room for `o`'s fields as `size` measures strings and write them; false if a string was not ASCII. */
-  private write(o: Observation, size: (s: string) => number): boolean {
+  /** Reserve room for `o`'s fields and write them, all as ASCII or each as it is; false if `ascii` and one was not. */
+  private write(o: Observation, ascii: boolean): boolean {
+    const size = ascii ? sizeOf : anySizeOf;
     let n = varintSize(o.evidence_refs.length) + varintSize(o.memory_ref_digests.length) + varintSize(o.reason_codes.length);
     n += size(o.application_receipt_id) + size(o.outcome_ref) + size(o.evaluator_ref) + size(o.evaluation_version);
     for (const s of o.evidence_refs) n += size(s);
     for (const s of o.memory_ref_digests) n += size(s);
     for (const s of o.reason_codes) n += size(s);
     let at = this.reserve(n);
-    const ascii = size === sizeOf;
     at = this.putString(at, o.application_receipt_id, ascii);
     at = this.putString(at, o.outcome_ref, ascii);
     at = this.putString(at, o.evaluator_ref, ascii);

@@ -134,12 +134,12 @@ export class FactorList {
     this.factors.splice(at, 1);
   }
 
-  /** The stats of the list in its order (walked only when they were dropped since the last read). */
   private drop(): void {
     if (this.stats !== null) this.spare = this.stats;
     this.stats = null;
   }
 
+  /** The stats of the list in its order (walked only when they were dropped since the last read). */
   read(): Readonly<SubjectStats> {
     if (this.stats === null) {
       const stats = this.spare === null ? emptyStats() : resetStats(this.spare);
@@ -443,11 +443,9 @@ export function reduceSubject(
   };
 }
 
-/** A subject for reduceSubject to write into, again and again (its `into`). */
+/** A subject for reduceSubject to write into, again and again (its `into`; its review's reason list is its own). */
 export function scratchSubject(): ReducedSubject {
-  const subject = reduceSubject("", "item", [], []);
-  subject.review.reason_codes = []; // its own list: the reduction collects its reasons there
-  return subject;
+  return reduceSubject("", "item", [], []);
 }
 
 /** `review(state, action, r.reason_codes)` written into `r`: the codes, collected there, set and sorted in place. */

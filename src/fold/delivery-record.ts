@@ -17,16 +17,12 @@ import type { FingerprintState } from "../core/identity-state.js";
 import { OBSERVATION_SCHEMA_VERSION, normalizedFingerprint, validateObservation, type Observation } from "../core/observation.js";
 import { observationJson } from "../core/observation-json.js";
 import { parsePyJson } from "../core/pyjson-parse.js";
-import { ShelvedObservation } from "../core/shelved-observation.js";
 import { isPyObject, type PyValue } from "../core/pyvalue.js";
 
 /** `[[fingerprint, count, observation], …]` as canonical JSON (written directly: this runs per delivery). */
 export function encodeDeliveryRecord(versions: readonly FingerprintState[]): string {
   let out = "[";
-  for (const v of versions) {
-    const o = v.representative instanceof ShelvedObservation ? v.representative.full() : v.representative;
-    out += (out.length > 1 ? "," : "") + `[${JSON.stringify(v.fingerprint)},${v.count},${observationJson(o)}]`;
-  }
+  for (const v of versions) out += (out.length > 1 ? "," : "") + `[${JSON.stringify(v.fingerprint)},${v.count},${observationJson(v.representative)}]`;
   return out + "]";
 }
 

@@ -83,25 +83,31 @@ describe("compact JSON", () => {
   });
 });
 
-describe("storedSubject", () => {
-  it("equals compactJson on every subject of simulated identities", async () => {
+describe("storedSubject and storedProposal", () => {
+  it("equal compactJson on every subject and review proposal of simulated identities", async () => {
     const { projectIdentityState } = await import("../../src/core/reducer.js");
     const { emptyIdentityState, foldDelivery } = await import("../../src/core/identity-state.js");
     const { contextOfObservation } = await import("../../src/core/identity.js");
-    const { canonicalSubject, storedSubject } = await import("../../src/core/compact-json.js");
+    const { canonicalSubject, storedProposal, storedSubject } = await import("../../src/core/compact-json.js");
     let subjects = 0;
+    let proposals = 0;
     for (const seed of [1, 2, 3]) {
       const all = [...simulate({ agents: 1, observationsPerAgent: 300, snapshotEvery: 1e9, duplicateRate: 0.1, conflictRate: 0.1, memories: 8, seed })];
       const state = emptyIdentityState();
       for (const d of all) foldDelivery(state, d.observation);
-      const packet = projectIdentityState(contextOfObservation(all[0]!.observation, "memory_utility_reducer_v0"), state) as { subjects: PyValue[] };
+      const packet = projectIdentityState(contextOfObservation(all[0]!.observation, "memory_utility_reducer_v0"), state) as { subjects: PyValue[]; review_proposals: PyValue[] };
       for (const s of packet.subjects) {
         expect(storedSubject(s as unknown as ReducedSubject)).toBe(compactJson(s));
         expect(canonicalSubject(s as unknown as ReducedSubject)).toBe(canonicalJson(s));
         subjects++;
       }
+      for (const p of packet.review_proposals) {
+        expect(storedProposal(p as unknown as ProposalFields)).toBe(compactJson(p));
+        proposals++;
+      }
     }
     expect(subjects).toBeGreaterThan(30);
+    expect(proposals).toBeGreaterThan(10);
   });
 
   it("equals compactJson on random subjects of its type (any strings, floats and counts, null latest fields), and canonicalSubject canonicalJson", async () => {
@@ -136,23 +142,8 @@ describe("storedSubject", () => {
 });
 
 describe("storedProposal", () => {
-  it("equals compactJson on every review proposal of simulated identities, and on random proposals of its type", async () => {
-    const { projectIdentityState } = await import("../../src/core/reducer.js");
-    const { emptyIdentityState, foldDelivery } = await import("../../src/core/identity-state.js");
-    const { contextOfObservation } = await import("../../src/core/identity.js");
+  it("equals compactJson on random proposals of its type (any strings)", async () => {
     const { storedProposal } = await import("../../src/core/compact-json.js");
-    let proposals = 0;
-    for (const seed of [1, 2, 3]) {
-      const all = [...simulate({ agents: 1, observationsPerAgent: 300, snapshotEvery: 1e9, duplicateRate: 0.1, conflictRate: 0.1, memories: 8, seed })];
-      const state = emptyIdentityState();
-      for (const d of all) foldDelivery(state, d.observation);
-      const packet = projectIdentityState(contextOfObservation(all[0]!.observation, "memory_utility_reducer_v0"), state) as { review_proposals: PyValue[] };
-      for (const p of packet.review_proposals) {
-        expect(storedProposal(p as unknown as ProposalFields)).toBe(compactJson(p));
-        proposals++;
-      }
-    }
-    expect(proposals).toBeGreaterThan(10);
     const proposal = fc.record({
       subject_id: text,
       attribution_level: text,
