@@ -25,7 +25,7 @@ import { compactJson } from "./compact-json.js";
 import { conflictEntry, compareGroupKeys, subjectGroupKey, subjectGroupOf, type SubjectGroup } from "./identity-analysis.js";
 import type { ReducerContext } from "./identity.js";
 import { flat } from "./flat-string.js";
-import { deliveriesOf, emptyIdentityState, versionOf, type FingerprintState, type IdentityState } from "./identity-state.js";
+import { deliveriesOf, versionOf, type FingerprintState, type IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { compareOrder } from "./ordering.js";
 import { ofContext, ownedContext, ownedObservation, pooledList } from "./owned-observation.js";
@@ -109,12 +109,20 @@ class NoEntries<V> extends Map<string, V> {
 const NO_CONFLICTS = new NoEntries<string>();
 const NO_CONFLICT_COUNTS = new NoEntries<number>();
 
-interface Accepted {
-  obs: Observation;
-  fingerprint: string;
-  group: Group;
-  /** Its history part (the same object while the entry stands: a flush that finds it in the parts skips it). */
-  history: HistoryPart;
+/**
+ * A version the state keeps. While it is its id's only version (the id is
+ * accepted) it also holds its subject group and its history part (the same
+ * object while the entry stands: a flush that finds it in the parts skips it);
+ * null otherwise. Kept on the version, not in a second map by id: one entry
+ * and one object less per observation a worker caches.
+ */
+interface KeptVersion extends FingerprintState {
+  group: Group | null;
+  history: HistoryPart | null;
+}
+
+function keptVersion(fingerprint: string, representative: Observation, count: number): KeptVersion {
+  return { fingerprint, representative, count, group: null, history: null };
 }
 
 /**
@@ -149,10 +157,13 @@ function lowerBound(items: readonly Observation[], id: string): number {
 const packetDigest = new AsciiDigest();
 
 export class IdentityParts {
-  readonly state: IdentityState = emptyIdentityState();
+  /** Every id's versions (the state's map, typed as the parts keep it). */
+  private readonly byId = new Map<string, KeptVersion[]>();
+  readonly state: IdentityState = { byId: this.byId, deliveries: 0 };
   readonly parts: PartsView = { rejected: null, skeleton: "", accepted: 0, deliveries: 0, subjects: new Map(), history: new Map(), conflicts: NO_CONFLICTS, conflictCounts: NO_CONFLICT_COUNTS };
   private readonly groups = new Map<string, Group>();
-  private readonly accepted = new Map<string, Accepted>();
+  /** Ids with one version: the accepted observations. */
+  private acceptedIds = 0;
   private readonly levels: LevelCounts = { item: 0, set: 0, none: 0 };
   private duplicates = 0;
   /** Observations the state keeps: one representative per (id, fingerprint). */
@@ -202,15 +213,16 @@ export class IdentityParts {
     if (this.isSealed) return "sealed";
     // What the state keeps is a kept copy (shelved-observation.ts), made only when it is kept; the id it
     // keys the state and the parts with is a kept observation's (the delivery's own may be a view into its record).
-    const versions = this.state.byId.get(obs.observation_id);
+    const versions = this.byId.get(obs.observation_id);
     if (versions === undefined) {
       const own = this.keptCopy(obs, owned);
-      this.state.byId.set(own.observation_id, [{ fingerprint, representative: own, count: 1 }]);
+      const version = keptVersion(fingerprint, own, 1);
+      this.byId.set(own.observation_id, [version]);
       this.representatives++;
-      this.accept(own.observation_id, own, fingerprint, obs);
+      this.accept(version, obs);
       return "new";
     }
-    const id = versions[0]!.representative.observation_id;
+    const first = versions[0]!;
     const prior = versionOf(versions, fingerprint);
     if (prior !== undefined) {
       prior.count++;
@@ -218,21 +230,22 @@ export class IdentityParts {
       const earlier = compareOrder(obs, prior.representative) < 0 ? this.keptCopy(obs, owned) : null;
       if (versions.length > 1) {
         this.conflictingDeliveries++;
-        this.touchConflict(id);
+        this.touchConflict(first.representative.observation_id);
+        if (earlier !== null) prior.representative = earlier;
       } else if (earlier !== null) {
-        this.unaccept(id);
-        this.accept(id, earlier, fingerprint, obs);
+        this.unaccept(prior);
+        prior.representative = earlier;
+        this.accept(prior, obs);
       }
-      if (earlier !== null) prior.representative = earlier;
       return "duplicate";
     }
-    versions.push({ fingerprint, representative: this.keptCopy(obs, owned), count: 1 });
+    versions.push(keptVersion(fingerprint, this.keptCopy(obs, owned), 1));
     this.representatives++;
     if (versions.length === 2) {
-      this.unaccept(id);
+      this.unaccept(first);
       this.conflictingDeliveries += deliveriesOf(versions);
     } else this.conflictingDeliveries++;
-    this.touchConflict(id);
+    this.touchConflict(first.representative.observation_id);
     return "conflict";
   }
 
@@ -241,23 +254,17 @@ export class IdentityParts {
   }
 
   /** Load stored state (every id's versions) without per-delivery bookkeeping; flush afterwards. */
-  load(byId: ReadonlyMap<string, FingerprintState[]>, deliveries: number): void {
+  load(byId: ReadonlyMap<string, readonly FingerprintState[]>, deliveries: number): void {
     this.state.deliveries = deliveries;
-    for (const [id, versions] of byId) {
-      this.state.byId.set(id, versions);
+    for (const [id, read] of byId) {
+      // Kept copies (read from stored fragments: see fold), as versions of the parts' own shape.
+      const versions = read.map((v) => keptVersion(v.fingerprint, this.keptCopy(v.representative, false), v.count));
+      this.byId.set(id, versions);
       this.representatives += versions.length;
-      let count = 0;
-      let read: Observation | undefined;
-      for (const v of versions) {
-        count += v.count;
-        read = v.representative;
-        v.representative = this.keptCopy(read, false); // read from stored fragments: see fold
-      }
+      const count = deliveriesOf(versions);
       this.duplicates += count - versions.length;
-      if (versions.length === 1) {
-        const only = versions[0]!;
-        this.accept(id, only.representative, only.fingerprint, read!);
-      } else {
+      if (versions.length === 1) this.accept(versions[0]!, read[0]!.representative);
+      else {
         this.conflictingDeliveries += count;
         this.touchConflict(id);
       }
@@ -265,10 +272,14 @@ export class IdentityParts {
   }
 
   /**
-   * `obs` is the kept copy, `full` the observation it was made from: what only the group's key and the
-   * history fragment read (the kept copy reads those from its shelf, slowly) is read from `full`.
+   * Accept the only version of its id. Its representative is the kept copy, `full` the observation it was
+   * made from: what only the group's key and the history fragment read (the kept copy reads those from its
+   * shelf, slowly) is read from `full`.
    */
-  private accept(id: string, obs: Observation, fingerprint: string, full: Observation): void {
+  private accept(version: KeptVersion, full: Observation): void {
+    const obs = version.representative;
+    const id = obs.observation_id;
+    const fingerprint = version.fingerprint;
     // The subject id (a sha256) is a function of what the map key holds: computed only for a new group.
     const mapKey = subjectGroupKey(full);
     let group = this.groups.get(mapKey);
@@ -300,26 +311,31 @@ export class IdentityParts {
     }
     const dirty = this.touched();
     dirty.groups.add(group);
-    this.accepted.set(id, { obs, fingerprint, group, history: h });
+    version.group = group;
+    version.history = h;
+    this.acceptedIds++;
     dirty.history.add(id);
     if (!this.latestStale && (this.latest === null || compareOrder(obs, this.latest) >= 0)) this.latest = obs;
   }
 
-  private unaccept(id: string): void {
-    const entry = this.accepted.get(id)!;
-    const group = entry.group;
+  /** Take back an accepted version (its id gained a second version, or an earlier delivery of it came). */
+  private unaccept(version: KeptVersion): void {
+    const group = version.group!;
+    const id = version.representative.observation_id;
     const i = lowerBound(group.items, id);
     group.items.splice(i, 1);
     group.factors?.byId.remove(i);
-    const at = memberBound(group.chrono, entry.history.member);
+    const at = memberBound(group.chrono, version.history!.member);
     group.chrono.splice(at, 1);
     group.chronoObs.splice(at, 1);
     group.factors?.inTime.remove(at);
     const dirty = this.touched();
     dirty.groups.add(group);
-    this.accepted.delete(id);
+    version.group = null;
+    version.history = null;
+    this.acceptedIds--;
     dirty.history.add(id);
-    if (this.latest === entry.obs) this.latestStale = true;
+    if (this.latest === version.representative) this.latestStale = true;
   }
 
   private touched(): Dirty {
@@ -366,7 +382,7 @@ export class IdentityParts {
     }
     for (const id of dirty?.history ?? []) {
       const before = parts.history.get(id);
-      const after = this.accepted.get(id)?.history;
+      const after = this.byId.get(id)?.[0]!.history ?? undefined;
       if (before === after) continue;
       const beforeHash = before?.hash;
       if (beforeHash !== undefined) this.sum.add(beforeHash, -1);
@@ -382,7 +398,7 @@ export class IdentityParts {
       changes.history.push({ id, before, after, rewritten: beforeHash !== afterHash });
     }
     for (const id of dirty?.conflicts ?? []) {
-      const versions = this.state.byId.get(id)!;
+      const versions = this.byId.get(id)!;
       const before = parts.conflicts.get(id);
       const count = deliveriesOf(versions);
       if (before !== undefined && parts.conflictCounts.get(id) === count) continue;
@@ -408,10 +424,13 @@ export class IdentityParts {
     }
     if (this.latestStale) {
       this.latest = null;
-      for (const { obs } of this.accepted.values()) if (this.latest === null || compareOrder(obs, this.latest) >= 0) this.latest = obs;
+      for (const versions of this.byId.values()) {
+        const obs = versions[0]!.representative;
+        if (versions.length === 1 && (this.latest === null || compareOrder(obs, this.latest) >= 0)) this.latest = obs;
+      }
       this.latestStale = false;
     }
-    const accepted = this.accepted.size;
+    const accepted = this.acceptedIds;
     parts.accepted = accepted;
     parts.skeleton = flat(skeletonFrom(
       this.context,
@@ -443,9 +462,10 @@ export class IdentityParts {
   /** Past the bound for good: drop everything but the delivery count (the caller deletes the stored parts). */
   private seal(): void {
     this.isSealed = true;
-    this.state.byId.clear();
+    this.byId.clear();
     this.representatives = 0;
-    for (const map of [this.groups, this.accepted, this.parts.subjects, this.parts.history]) map.clear();
+    this.acceptedIds = 0;
+    for (const map of [this.groups, this.parts.subjects, this.parts.history]) map.clear();
     this.parts.conflicts = NO_CONFLICTS;
     this.parts.conflictCounts = NO_CONFLICT_COUNTS;
     this.failing = null;

@@ -30,7 +30,7 @@ export function emptyIdentityState(): IdentityState {
 }
 
 /** The version of `versions` with this fingerprint, if any. */
-export function versionOf(versions: readonly FingerprintState[], fingerprint: string): FingerprintState | undefined {
+export function versionOf<V extends FingerprintState>(versions: readonly V[], fingerprint: string): V | undefined {
   for (const v of versions) if (v.fingerprint === fingerprint) return v;
   return undefined;
 }
