@@ -70,11 +70,19 @@ interface SubjectStats {
 // Plain arrays copied from these, not typed arrays: a typed array costs ~10x as much to make (~1 µs for the
 // four), and this runs for every subject a fold touches. The values are doubles and small integers either way.
 // The constants are packed arrays, and the products' hold doubles from the start (made from 0.5, then set to 1):
-// no copy has to convert its storage on the first multiplication.
+// no copy has to convert its storage on the first multiplication. Set by a loop, never by fill: on Node 24,
+// fill(1.0) turns a double array into one of small integers, which the next product converts back (a new
+// backing store each time: ~350 bytes a reset of the two lists).
 const ZERO_BUCKETS: readonly number[] = Array.from({ length: BUCKETS }, () => 0);
-const ONE_BUCKETS: readonly number[] = Array.from({ length: BUCKETS }, () => 0.5).fill(1.0);
+const ONE_BUCKETS: readonly number[] = ones(Array.from({ length: BUCKETS }, () => 0.5));
 const ZERO_TIERS: readonly number[] = Array.from({ length: EVIDENCE_ORDER.length }, () => 0);
-const ONE_TIERS: readonly number[] = Array.from({ length: EVIDENCE_ORDER.length }, () => 0.5).fill(1.0);
+const ONE_TIERS: readonly number[] = ones(Array.from({ length: EVIDENCE_ORDER.length }, () => 0.5));
+
+/** Every element of `a` set to 1.0, keeping its storage of doubles (see above). */
+function ones(a: number[]): number[] {
+  for (let i = 0; i < a.length; i++) a[i] = 1.0;
+  return a;
+}
 
 /** An observation's bucket in a subject's estimate: basis rank × 4 + label rank. */
 function bucketOf(o: Observation): number {
@@ -163,11 +171,11 @@ function emptyStats(): SubjectStats {
   };
 }
 
-/** `s` as emptyStats makes it, in place (fill keeps each array's element kind: the products stay doubles). */
+/** `s` as emptyStats makes it, in place (the products' lists stay doubles: see `ones`). */
 function resetStats(s: SubjectStats): SubjectStats {
   s.count.fill(0);
-  s.remaining.fill(1.0);
-  s.directionalRemaining.fill(1.0);
+  ones(s.remaining);
+  ones(s.directionalRemaining);
   s.labels.fill(0);
   s.strongest = -1;
   s.weakestDirectional = EVIDENCE_ORDER.length;

@@ -9,6 +9,8 @@
  * order, `h`/`hi`/`hl` history fragments, their order and each subject's
  * latest, `c`/`ci` rejections and their order, `p` proposals.
  */
+import { flat } from "../core/flat-string.js";
+
 export const IDENTITY_PARTS = ["m", "d", "s", "si", "h", "hi", "hl", "c", "ci", "p"] as const;
 export type IdentityPart = (typeof IDENTITY_PARTS)[number];
 
@@ -42,6 +44,18 @@ export const META_FIELDS = {
 /** Meta fields `w:<topic>:<partition>` hold a partition's watermark (the next offset to fold). */
 export const WATERMARK_PREFIX = "w:";
 
+/**
+ * The field of a partition's watermark. Made once per (topic, partition) and reused: a plan asks once per
+ * delivery, and a fresh template string (joined, then flattened to key a Map) was ~100 bytes of garbage a record.
+ */
 export function watermarkField(topic: string, partition: number): string {
-  return `${WATERMARK_PREFIX}${topic}:${partition}`;
+  let fields = FIELDS_BY_TOPIC.get(topic);
+  if (fields === undefined) {
+    if (FIELDS_BY_TOPIC.size >= MEMO_TOPICS) FIELDS_BY_TOPIC.clear(); // a worker reads few topics; a test many
+    FIELDS_BY_TOPIC.set(topic, (fields = []));
+  }
+  return (fields[partition] ??= flat(`${WATERMARK_PREFIX}${topic}:${partition}`));
 }
+
+const MEMO_TOPICS = 64;
+const FIELDS_BY_TOPIC = new Map<string, string[]>();
