@@ -96,37 +96,80 @@ export const MAX_RUN = 1000;
 const OP_CODES: readonly OpCode[] = ["HSET", "HDEL", "ZADD", "ZREM", "DEL", "RPUSH"];
 
 /**
+ * The runs of one apply, as numbers: run r is opcode `OP_CODES[slot[r] / STORED_PARTS.length]` on part
+ * `STORED_PARTS[slot[r] % STORED_PARTS.length]`, and its ops are `ops[order[offset[r] + j]]` for j below
+ * `size[r]`. Reused by every call: read it before the next.
+ */
+export interface RunPlan {
+  runs: number;
+  slot: Int32Array;
+  size: Int32Array;
+  offset: Int32Array;
+  order: Int32Array;
+}
+
+const PLAN: RunPlan = { runs: 0, slot: new Int32Array(64), size: new Int32Array(64), offset: new Int32Array(64), order: new Int32Array(256) };
+
+/**
  * The ops of one apply as runs of one opcode on one part, in the order each
  * run first appears. That reorders ops, which is only sound because the ops
  * of one plan commute: no (part, field) is written twice and a deleted part
  * gets no other op. Both are checked here, so a plan that broke them is
- * refused instead of stored wrong.
+ * refused instead of stored wrong. A store that writes the runs as bytes
+ * reads the plan itself (no list per run: src/adapters/redis/apply-command.ts).
  */
-export function opRuns(ops: readonly PartOp[]): OpRun[] {
+export function planRuns(ops: readonly PartOp[]): Readonly<RunPlan> {
   checkCommuting(ops);
-  // Each run's list is made at its size (pushed into, each had room for 17): count first, then place.
   const counts = SLOT_COUNTS.fill(0);
-  for (const op of ops) counts[slotOf(op)]!++;
+  const slots = SLOT_OF.length < ops.length ? (SLOT_OF = new Int32Array(2 * ops.length)) : SLOT_OF;
+  for (let i = 0; i < ops.length; i++) counts[(slots[i] = slotOf(ops[i]!))]!++;
+  if (PLAN.order.length < ops.length) PLAN.order = new Int32Array(2 * ops.length);
+  // At most one run per op: sized for that, the run lists never grow mid-plan.
+  if (PLAN.slot.length < ops.length) for (const list of ["slot", "size", "offset"] as const) PLAN[list] = new Int32Array(2 * ops.length);
   const placed = SLOT_PLACED.fill(0);
-  const runs: OpRun[] = [];
-  for (const op of ops) {
-    const slot = slotOf(op);
-    const i = placed[slot]!++;
-    if (i % MAX_RUN === 0) {
-      const run: OpRun = { op: op.op, part: op.part, ops: new Array<PartOp>(Math.min(MAX_RUN, counts[slot]! - i)) };
-      runs.push(run);
-      OPEN_RUNS[slot] = run;
+  let runs = 0;
+  let used = 0;
+  for (let i = 0; i < ops.length; i++) {
+    const slot = slots[i]!;
+    const k = placed[slot]!++;
+    if (k % MAX_RUN === 0) {
+      const size = Math.min(MAX_RUN, counts[slot]! - k);
+      PLAN.slot[runs] = slot;
+      PLAN.size[runs] = size;
+      PLAN.offset[runs] = used;
+      OPEN_RUN[slot] = runs++;
+      used += size;
     }
-    OPEN_RUNS[slot]!.ops[i % MAX_RUN] = op;
+    PLAN.order[PLAN.offset[OPEN_RUN[slot]!]! + (k % MAX_RUN)] = i;
   }
-  OPEN_RUNS.fill(undefined);
+  PLAN.runs = runs;
+  return PLAN;
+}
+
+/** The ops of one apply as runs (planRuns), each with its list of ops: the in-memory store's form. */
+export function opRuns(ops: readonly PartOp[]): OpRun[] {
+  const plan = planRuns(ops);
+  const runs: OpRun[] = [];
+  for (let r = 0; r < plan.runs; r++) {
+    const list = new Array<PartOp>(plan.size[r]!);
+    for (let j = 0; j < list.length; j++) list[j] = ops[plan.order[plan.offset[r]! + j]!]!;
+    runs.push({ op: runOp(plan, r), part: runPart(plan, r), ops: list });
+  }
   return runs;
 }
+
+/** Run r's opcode. */
+export const runOp = (plan: Readonly<RunPlan>, r: number): OpCode => OP_CODES[Math.floor(plan.slot[r]! / STORED_PARTS.length)]!;
+/** Run r's part. */
+export const runPart = (plan: Readonly<RunPlan>, r: number): StoredPart => STORED_PARTS[plan.slot[r]! % STORED_PARTS.length]!;
 
 const slotOf = (op: PartOp): number => OP_CODES.indexOf(op.op) * STORED_PARTS.length + STORED_PARTS.indexOf(op.part);
 const SLOT_COUNTS = new Int32Array(OP_CODES.length * STORED_PARTS.length);
 const SLOT_PLACED = new Int32Array(OP_CODES.length * STORED_PARTS.length);
-const OPEN_RUNS: (OpRun | undefined)[] = new Array<OpRun | undefined>(OP_CODES.length * STORED_PARTS.length).fill(undefined);
+/** Each slot's run being filled (an index into the plan's runs). */
+const OPEN_RUN = new Int32Array(OP_CODES.length * STORED_PARTS.length);
+/** Each op's slot, computed once per plan. */
+let SLOT_OF = new Int32Array(256);
 
 /** Up to this many ops, a written field is looked for among the ops before it; past it, in a Map (reused). */
 const SCAN_LIMIT = 64;

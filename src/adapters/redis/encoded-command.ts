@@ -23,16 +23,104 @@ function reserve(bytes: number, used: number): void {
 
 /** The RESP array of bulk strings `name`, then every argument of `lists` in order: the bytes Redis reads as this command. */
 export function encodeCommand(name: string, ...lists: readonly (readonly (string | number)[])[]): Buffer {
-  reserve(32, 0);
-  let at = 0;
   let count = 1;
   for (const list of lists) count += list.length;
-  scratch[at++] = 0x2a; // *
-  at = putCount(count, at);
-  at = putBulk(name, at);
-  for (const list of lists) for (const arg of list) at = putBulk(typeof arg === "string" ? arg : String(arg), at);
-  // Its own copy: a command may wait in the offline queue and be written again after a reconnect.
-  return Buffer.from(scratch.subarray(0, at));
+  const out = startCommand(count).bulk(name);
+  for (const list of lists) for (const arg of list) out.bulk(typeof arg === "string" ? arg : String(arg));
+  return out.end();
+}
+
+/** Where the command being written ends. */
+let cursor = 0;
+
+/**
+ * A command written one argument at a time into the scratch, for a caller that has its arguments as pieces
+ * (apply-command.ts): `startCommand(count)`, then exactly `count` bulk strings, then `end()`. One at a time.
+ */
+export interface CommandWriter {
+  /** One argument. */
+  bulk(text: string): CommandWriter;
+  /** One argument, the text of `a`, `b` and `c` joined (without joining them). */
+  bulkOf3(a: string, b: string, c: string): CommandWriter;
+  /** One argument, a non-negative safe integer in decimal. */
+  bulkInteger(n: number): CommandWriter;
+  /**
+   * One argument of exactly `bytes` ASCII bytes, written by `write` (the caller counts them first); a count
+   * that does not match is a bug, and throws.
+   */
+  bulkAscii(bytes: number, write: (piece: AsciiPiece) => void): CommandWriter;
+  /** The command's bytes, in a Buffer of its own: a command may wait in the offline queue and be written again after a reconnect. */
+  end(): Buffer;
+}
+
+/** What bulkAscii's writer appends: ASCII text (not checked), or a non-negative integer. */
+export interface AsciiPiece {
+  ascii(text: string): void;
+  integer(n: number): void;
+}
+
+const writer: CommandWriter = {
+  bulk(text: string): CommandWriter {
+    cursor = putBulk(text, cursor);
+    return writer;
+  },
+  bulkOf3(a: string, b: string, c: string): CommandWriter {
+    reserve(3 * (a.length + b.length + c.length) + 32, cursor);
+    const units = a.length + b.length + c.length;
+    const guess = 1 + digitsOf(units) + 2;
+    let end = cursor + guess;
+    end += scratch.write(a, end, "utf8");
+    end += scratch.write(b, end, "utf8");
+    end += scratch.write(c, end, "utf8");
+    cursor = closeBulk(cursor, guess, end - cursor - guess);
+    return writer;
+  },
+  bulkInteger(n: number): CommandWriter {
+    if (!Number.isSafeInteger(n) || n < 0) return writer.bulk(String(n));
+    const digits = digitsOf(n);
+    reserve(digits + 32, cursor);
+    scratch[cursor] = 0x24; // $
+    cursor = putCount(digits, cursor + 1);
+    cursor = putCount(n, cursor, digits);
+    return writer;
+  },
+  bulkAscii(bytes: number, write: (piece: AsciiPiece) => void): CommandWriter {
+    reserve(bytes + 32, cursor);
+    scratch[cursor] = 0x24; // $
+    const start = putCount(bytes, cursor + 1);
+    cursor = start;
+    write(asciiPiece);
+    if (cursor - start !== bytes) throw new Error(`an ASCII argument of ${cursor - start} bytes was counted as ${bytes}`);
+    scratch[cursor++] = 0x0d;
+    scratch[cursor++] = 0x0a;
+    return writer;
+  },
+  end(): Buffer {
+    return Buffer.from(scratch.subarray(0, cursor));
+  },
+};
+
+const asciiPiece: AsciiPiece = {
+  ascii(text: string): void {
+    for (let i = 0; i < text.length; i++) scratch[cursor++] = text.charCodeAt(i);
+  },
+  integer(n: number): void {
+    const digits = digitsOf(n);
+    let end = cursor + digits;
+    for (let i = end - 1; i >= cursor; i--) {
+      scratch[i] = 0x30 + (n % 10);
+      n = Math.floor(n / 10);
+    }
+    cursor = end;
+  },
+};
+
+/** Start a command of `count` arguments (its name among them). */
+export function startCommand(count: number): CommandWriter {
+  reserve(32, 0);
+  scratch[0] = 0x2a; // *
+  cursor = putCount(count, 1);
+  return writer;
 }
 
 /**
@@ -66,7 +154,11 @@ function putBulk(text: string, at: number): number {
   // UTF-8 takes at most 3 bytes a UTF-16 unit.
   reserve(3 * text.length + 32, at);
   const guess = 1 + digitsOf(text.length) + 2;
-  const length = scratch.write(text, at + guess, "utf8");
+  return closeBulk(at, guess, scratch.write(text, at + guess, "utf8"));
+}
+
+/** The header and CRLF around `length` bytes written at `at + guess`, moved when the header is not `guess` bytes. */
+function closeBulk(at: number, guess: number, length: number): number {
   const digits = digitsOf(length);
   const header = 1 + digits + 2;
   if (header !== guess) scratch.copyWithin(at + header, at + guess, at + guess + length);

@@ -15,8 +15,8 @@ import { EncodedCommand, encodeCommand } from "./encoded-command.js";
 export type FunctionCommand = "FCALL" | "FCALL_RO";
 
 export class FunctionCaller {
-  /** Calls go out as pre-encoded bytes (one node only). */
-  private readonly encoded: boolean;
+  /** Calls go out as pre-encoded bytes (one node only): `send` takes them. */
+  readonly encoded: boolean;
 
   constructor(private readonly redis: Redis | Cluster) {
     if (isCluster(redis)) assertFcallRouting();
@@ -29,6 +29,16 @@ export class FunctionCaller {
       // the keys among ioredis's arguments.
       if (this.encoded) return await this.redis.sendCommand(new EncodedCommand(command, encodeCommand(command, [fn, keys.length], keys, args)));
       return await this.redis.call(command, fn, keys.length, ...keys, ...args);
+    } catch (err) {
+      throw classifyRedisError(err, fn);
+    }
+  }
+
+  /** A call of `fn` already encoded (one node only: `encoded`), e.g. by apply-command.ts. */
+  async send(command: FunctionCommand, fn: string, bytes: Buffer): Promise<unknown> {
+    if (!this.encoded) throw new Error(`${fn}: pre-encoded calls go to one node only`);
+    try {
+      return await this.redis.sendCommand(new EncodedCommand(command, bytes));
     } catch (err) {
       throw classifyRedisError(err, fn);
     }

@@ -10,18 +10,16 @@
  * each routed by its own key.
  */
 import type { Redis, Cluster } from "ioredis";
-import { opRuns, type PartOp } from "../../fold/delta.js";
+import type { PartOp } from "../../fold/delta.js";
+import { applyCommandBytes, applyKeysAndArguments, type ApplyCall } from "./apply-command.js";
 import type { IdentityStore, PositionGuard, StoredIdentity } from "../../fold/identity-store.js";
-import { INDEX_KEY_PATTERN, changesKey, controlKey, generationOfIndexKey, identityKeys, indexKey, partIndex, storedKeys, storedPartIndex } from "./keys.js";
+import { INDEX_KEY_PATTERN, changesKey, generationOfIndexKey, identityKeys, indexKey, partIndex, storedKeys } from "./keys.js";
 import { isCluster } from "./connect.js";
 import { AS_OF_FUNCTION, INDEXED_APPLY_FUNCTION, READ_FUNCTION } from "./functions.js";
 import { applyResult } from "./errors.js";
 import { FunctionCaller } from "./function-call.js";
 import { scanKeys } from "./keyspace.js";
 import { WRITE_GROUP, WriteCoalescer } from "./write-coalescing.js";
-
-/** mufold_apply_v4's opcodes (mufold_v1.lua). */
-const OPCODES: Record<PartOp["op"], string> = { HSET: "H", HDEL: "D", ZADD: "Z", ZREM: "R", DEL: "X", RPUSH: "L" };
 
 export interface RedisIdentityStoreOptions {
   /** Coalesce the loads', applies' and index writes in groups of this many (write-coalescing.ts); one node, not auto-pipelined, only. */
@@ -81,23 +79,18 @@ export class RedisIdentityStore implements IdentityStore {
    */
   async apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: readonly PartOp[], guard?: PositionGuard): Promise<number> {
     const guarded = guard !== undefined && !isCluster(this.redis);
-    const args: (string | number)[] = guarded ? [String(generation), guard.partition, guard.from.toString()] : [];
-    args.push(String(expectedVersion), watermarks.size);
-    for (const [field, offset] of watermarks) args.push(field, offset.toString());
-    // mufold_apply_v2: a program of runs (one command each), then only the operands.
-    const at = args.push("") - 1;
-    let program = "";
-    for (const run of opRuns(ops)) {
-      program += `${program === "" ? "" : " "}${OPCODES[run.op]}${storedPartIndex(run.part) + 1}*${run.ops.length}`;
-      if (run.op === "HSET") for (const op of run.ops) args.push(op.field, op.value);
-      else if (run.op !== "DEL") for (const op of run.ops) args.push(op.field);
+    const call: ApplyCall = { generation, identity, expectedVersion, watermarks, ops, guard: guarded ? guard : null };
+    let reply: Promise<unknown>;
+    if (this.functions.encoded) {
+      const bytes = applyCommandBytes(INDEXED_APPLY_FUNCTION, this.prefix, call);
+      this.coalescer?.beforeCommand();
+      reply = this.functions.send("FCALL", INDEXED_APPLY_FUNCTION, bytes);
+    } else {
+      const { keys, args } = applyKeysAndArguments(this.prefix, call);
+      this.coalescer?.beforeCommand();
+      reply = this.functions.call("FCALL", INDEXED_APPLY_FUNCTION, keys, args);
     }
-    args[at] = program;
-    const keys = storedKeys(this.prefix, generation, identity);
-    if (guarded) keys.push(controlKey(this.prefix)); // the guard reads the control hash
-    this.coalescer?.beforeCommand();
-    const reply = await this.functions.call("FCALL", INDEXED_APPLY_FUNCTION, keys, args);
-    return applyResult(identity, reply, guarded ? { generation, guard } : undefined);
+    return applyResult(identity, await reply, guarded ? { generation, guard } : undefined);
   }
 
   /** The packet bytes, exactly the reducer's, or null for an unknown identity. */

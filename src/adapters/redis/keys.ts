@@ -33,6 +33,16 @@ export function storedKeys(prefix: string, generation: number, identity: string)
   return [...identityKeys(prefix, generation, identity), offsetIndexKey(prefix, generation, identity)];
 }
 
+/**
+ * storedKeys in pieces: key i is `head + identity + STORED_KEY_TAILS[i]`, for a writer that puts the
+ * pieces into a command without joining them (apply-command.ts).
+ */
+export function storedKeyHead(prefix: string, generation: number): string {
+  return `${generationPrefix(prefix, generation)}:{`;
+}
+
+export const STORED_KEY_TAILS: readonly string[] = STORED_PARTS.map((part) => `}:${part}`);
+
 /** The identity's offset index (src/fold/offset-index.ts). */
 export function offsetIndexKey(prefix: string, generation: number, identity: string): string {
   return `${generationPrefix(prefix, generation)}:{${identity}}:${OFFSET_INDEX_PART}`;
