@@ -106,7 +106,7 @@ const asciiPiece: AsciiPiece = {
   },
   integer(n: number): void {
     const digits = digitsOf(n);
-    let end = cursor + digits;
+    const end = cursor + digits;
     for (let i = end - 1; i >= cursor; i--) {
       scratch[i] = 0x30 + (n % 10);
       n = Math.floor(n / 10);

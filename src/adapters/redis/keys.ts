@@ -13,7 +13,7 @@
  * This module is the one place for these names; the Lua libraries receive the
  * keys as KEYS, in this order.
  */
-import { IDENTITY_PARTS, OFFSET_INDEX_PART, STORED_PARTS, type IdentityPart, type StoredPart } from "../../fold/stored-names.js";
+import { IDENTITY_PARTS, OFFSET_INDEX_PART, STORED_PARTS, type IdentityPart } from "../../fold/stored-names.js";
 
 function generationPrefix(prefix: string, generation: number): string {
   return `${prefix}:g${generation}`;
@@ -46,11 +46,6 @@ export const STORED_KEY_TAILS: readonly string[] = STORED_PARTS.map((part) => `}
 /** The identity's offset index (src/fold/offset-index.ts). */
 export function offsetIndexKey(prefix: string, generation: number, identity: string): string {
   return `${generationPrefix(prefix, generation)}:{${identity}}:${OFFSET_INDEX_PART}`;
-}
-
-/** The position of a stored part among storedKeys (0-based; the ten keep their IDENTITY_PARTS positions). */
-export function storedPartIndex(part: StoredPart): number {
-  return STORED_PARTS.indexOf(part);
 }
 
 /** The position of a part among an identity's keys (the Lua's `PART`, 0-based). */
