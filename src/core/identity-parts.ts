@@ -46,6 +46,7 @@ import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_OBSERVATIONS, MAX_PROJECTION_SUB
 import { rejectedProjection } from "./reducer.js";
 import { subjectMember } from "./sort-keys.js";
 import { FactorList } from "./subject.js";
+import { insertAt, removeAt } from "./list-edit.js";
 
 /** One part before and after a flush (undefined = absent). */
 export interface PartChange<T> {
@@ -286,7 +287,7 @@ export class IdentityParts {
     let h: HistoryPart;
     if (group === undefined) {
       // Spelled out, not spread: a spread here cost ~2 µs a group (a profile of the fold). The lists start as
-      // literals of one: an element spliced or pushed into an empty array gets room for 17 (~130 bytes each
+      // literals of one: an element inserted or pushed into an empty array gets room for 17 (~130 bytes each
       // unused), and most subjects keep one or two observations.
       const g = subjectGroupOf(full);
       h = historyPart(full, g.subjectId, fingerprint);
@@ -297,11 +298,11 @@ export class IdentityParts {
       this.levels[group.level]++;
     } else {
       const i = lowerBound(group.items, id);
-      group.items.splice(i, 0, obs);
+      insertAt(group.items, i, obs);
       h = historyPart(full, group.subjectId, fingerprint);
       const at = memberBound(group.chrono, h.member);
-      group.chrono.splice(at, 0, h);
-      group.chronoObs.splice(at, 0, obs);
+      insertAt(group.chrono, at, h);
+      insertAt(group.chronoObs, at, obs);
       if (group.factors !== null) {
         group.factors.byId.insert(i, obs);
         group.factors.inTime.insert(at, obs);
@@ -323,11 +324,11 @@ export class IdentityParts {
     const group = version.group!;
     const id = version.representative.observation_id;
     const i = lowerBound(group.items, id);
-    group.items.splice(i, 1);
+    removeAt(group.items, i);
     group.factors?.byId.remove(i);
     const at = memberBound(group.chrono, version.history!.member);
-    group.chrono.splice(at, 1);
-    group.chronoObs.splice(at, 1);
+    removeAt(group.chrono, at);
+    removeAt(group.chronoObs, at);
     group.factors?.inTime.remove(at);
     const dirty = this.touched();
     dirty.groups.add(group);

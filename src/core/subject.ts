@@ -8,6 +8,7 @@ import type { AttributionLevel, EvidenceBasis, Observation, UtilityLabel } from 
 import { latestOf } from "./ordering.js";
 import { pyRound6 } from "./pyfloat.js";
 import { PyFloat } from "./pyvalue.js";
+import { insertAt, removeAt } from "./list-edit.js";
 
 export const EVIDENCE_ORDER: readonly EvidenceBasis[] = [
   "insufficient",
@@ -132,14 +133,14 @@ export class FactorList {
     const factor = factorOf(o);
     if (this.stats !== null && at === this.buckets.length) addToStats(this.stats, bucket, factor);
     else this.drop();
-    this.buckets.splice(at, 0, bucket);
-    this.factors.splice(at, 0, factor);
+    insertAt(this.buckets, at, bucket);
+    insertAt(this.factors, at, factor);
   }
 
   remove(at: number): void {
     this.drop();
-    this.buckets.splice(at, 1);
-    this.factors.splice(at, 1);
+    removeAt(this.buckets, at);
+    removeAt(this.factors, at);
   }
 
   private drop(): void {
