@@ -58,9 +58,9 @@ export function applyCommandBytes(fn: string, prefix: string, call: ApplyCall): 
   }
   const args = (guard !== null ? 3 : 0) + 2 + 2 * watermarks.size + 1 + operands;
   const out = startCommand(3 + keys + args).bulk("FCALL").bulk(fn).bulkInteger(keys);
-  const head = storedKeyHead(prefix, call.generation);
-  for (const tail of STORED_KEY_TAILS) out.bulkOf3(head, identity, tail);
-  if (guard !== null) out.bulk(controlKey(prefix)).bulkInteger(call.generation).bulk(guard.partition).bulk(guard.from.toString());
+  const names = namesOf(prefix, call.generation);
+  for (const tail of STORED_KEY_TAILS) out.bulkOf3(names.head, identity, tail);
+  if (guard !== null) out.bulk(names.control).bulkInteger(call.generation).bulk(guard.partition).bulk(guard.from.toString());
   out.bulkInteger(call.expectedVersion).bulkInteger(watermarks.size);
   for (const [field, offset] of watermarks) {
     out.bulk(field);
@@ -75,6 +75,14 @@ export function applyCommandBytes(fn: string, prefix: string, call: ApplyCall): 
 }
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** The keys' head and the control key of the last (prefix, generation) asked: a worker writes one generation at a time. */
+let names = { prefix: "", generation: -1, head: "", control: "" };
+
+function namesOf(prefix: string, generation: number): { head: string; control: string } {
+  if (names.prefix !== prefix || names.generation !== generation) names = { prefix, generation, head: storedKeyHead(prefix, generation), control: controlKey(prefix) };
+  return names;
+}
 
 /** Each run's operands, in the program's order. */
 function forEachOperand(plan: Readonly<RunPlan>, ops: readonly PartOp[], put: (operand: string) => void): void {
