@@ -163,8 +163,6 @@ export class IdentityParts {
   readonly state: IdentityState = { byId: this.byId, deliveries: 0 };
   readonly parts: PartsView = { rejected: null, skeleton: "", accepted: 0, deliveries: 0, subjects: new Map(), history: new Map(), conflicts: NO_CONFLICTS, conflictCounts: NO_CONFLICT_COUNTS };
   private readonly groups = new Map<string, Group>();
-  /** Ids with one version: the accepted observations. */
-  private acceptedIds = 0;
   private readonly levels: LevelCounts = { item: 0, set: 0, none: 0 };
   private duplicates = 0;
   /** Observations the state keeps: one representative per (id, fingerprint). */
@@ -314,7 +312,6 @@ export class IdentityParts {
     dirty.groups.add(group);
     version.group = group;
     version.history = h;
-    this.acceptedIds++;
     dirty.history.add(id);
     if (!this.latestStale && (this.latest === null || compareOrder(obs, this.latest) >= 0)) this.latest = obs;
   }
@@ -334,7 +331,6 @@ export class IdentityParts {
     dirty.groups.add(group);
     version.group = null;
     version.history = null;
-    this.acceptedIds--;
     dirty.history.add(id);
     if (this.latest === version.representative) this.latestStale = true;
   }
@@ -431,7 +427,8 @@ export class IdentityParts {
       }
       this.latestStale = false;
     }
-    const accepted = this.acceptedIds;
+    // An id is accepted while it has one version; one with more is in the conflicts (the loop above listed it).
+    const accepted = this.byId.size - parts.conflicts.size;
     parts.accepted = accepted;
     parts.skeleton = flat(skeletonFrom(
       this.context,
@@ -465,7 +462,6 @@ export class IdentityParts {
     this.isSealed = true;
     this.byId.clear();
     this.representatives = 0;
-    this.acceptedIds = 0;
     for (const map of [this.groups, this.parts.subjects, this.parts.history]) map.clear();
     this.parts.conflicts = NO_CONFLICTS;
     this.parts.conflictCounts = NO_CONFLICT_COUNTS;

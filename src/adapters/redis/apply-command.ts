@@ -14,7 +14,7 @@
 import { planRuns, runOp, type OpCode, type PartOp, type RunPlan } from "../../fold/delta.js";
 import type { PositionGuard } from "../../fold/identity-store.js";
 import { STORED_PARTS } from "../../fold/stored-names.js";
-import { startCommand, type AsciiPiece } from "./encoded-command.js";
+import { digitsOf, startCommand, type AsciiPiece } from "./encoded-command.js";
 import { STORED_KEY_TAILS, controlKey, storedKeyHead, storedKeys } from "./keys.js";
 
 /** mufold_apply_v4's opcodes (mufold_v1.lua). */
@@ -97,8 +97,6 @@ function forEachOperand(plan: Readonly<RunPlan>, ops: readonly PartOp[], put: (o
     }
   }
 }
-
-const digitsOf = (n: number): number => (n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : String(n).length);
 
 /** The program's length in bytes: per run an opcode, the part's number, `*` and the count; a space between runs. */
 function programBytes(plan: Readonly<RunPlan>): number {

@@ -105,13 +105,7 @@ const asciiPiece: AsciiPiece = {
     for (let i = 0; i < text.length; i++) scratch[cursor++] = text.charCodeAt(i);
   },
   integer(n: number): void {
-    const digits = digitsOf(n);
-    const end = cursor + digits;
-    for (let i = end - 1; i >= cursor; i--) {
-      scratch[i] = 0x30 + (n % 10);
-      n = Math.floor(n / 10);
-    }
-    cursor = end;
+    cursor = putDigits(n, cursor, digitsOf(n));
   },
 };
 
@@ -128,18 +122,24 @@ export function startCommand(count: number): CommandWriter {
  * be garbage per argument).
  */
 function putCount(n: number, at: number, digits = digitsOf(n)): number {
-  let end = at + digits;
-  for (let i = end - 1; i >= at; i--) {
-    scratch[i] = 0x30 + (n % 10);
-    n = Math.floor(n / 10);
-  }
+  let end = putDigits(n, at, digits);
   scratch[end++] = 0x0d;
   scratch[end++] = 0x0a;
   return end;
 }
 
+/** `n` in decimal, `digits` of them, at `at`; returns where they end. */
+function putDigits(n: number, at: number, digits: number): number {
+  const end = at + digits;
+  for (let i = end - 1; i >= at; i--) {
+    scratch[i] = 0x30 + (n % 10);
+    n = Math.floor(n / 10);
+  }
+  return end;
+}
+
 /** Decimal digits of a non-negative integer. */
-function digitsOf(n: number): number {
+export function digitsOf(n: number): number {
   let size = 1;
   for (let x = n; x >= 10; x = Math.floor(x / 10)) size++;
   return size;
