@@ -23,6 +23,7 @@ import { identityKeys, partIndex } from "../src/adapters/redis/keys.js";
 import { runUnderMufoldFlags } from "./mufold-flags.js";
 import { redisCpuSeconds } from "./redis-info.js";
 import { batchesOf, partitionedWorkload } from "./partitioned-workload.js";
+import { fragmentText } from "../src/core/fragment.js";
 
 await runUnderMufoldFlags();
 
@@ -55,7 +56,7 @@ function v1Args(c: Call): (string | number)[] {
   const args: (string | number)[] = [String(c.version), c.watermarks.size];
   for (const [field, offset] of c.watermarks) args.push(field, offset.toString());
   // v1 has no offset index: its entries are left out.
-  for (const op of c.ops) if (op.part !== "x") args.push(op.op, partIndex(op.part) + 1, op.field, op.value);
+  for (const op of c.ops) if (op.part !== "x") args.push(op.op, partIndex(op.part) + 1, op.field, fragmentText(op.value));
   return args;
 }
 

@@ -13,6 +13,7 @@ import { canonicalJson, floatJson, needsEscape, quote, sortedKeys } from "./cano
 import { PyFloat, type PyValue } from "./pyvalue.js";
 import type { LabelSummaryEntry, ReducedSubject } from "./subject.js";
 import { AsciiText } from "./ascii-text.js";
+import type { Fragment } from "./fragment.js";
 
 /** Token i is the character 0x21 + i. Append only: stored fragments name keys by position. */
 export const KEY_TOKENS = [
@@ -223,8 +224,17 @@ function summary(entries: readonly LabelSummaryEntry[]): string {
  * about twice the time of this one.
  */
 export function storedSubject(s: ReducedSubject): string {
-  const ascii = subjectAscii(s, STORED_SUBJECT);
-  if (ascii !== null) return ascii;
+  return subjectAscii(s, STORED_SUBJECT) ?? storedSubjectSlow(s);
+}
+
+/** storedSubject as a fragment: its bytes when ASCII (a fold's subjects always are). */
+export function storedSubjectFragment(s: ReducedSubject): Fragment {
+  putSubject(s, STORED_SUBJECT);
+  return text.bytes() ?? storedSubjectSlow(s);
+}
+
+/** storedSubject by concatenation: any text. */
+function storedSubjectSlow(s: ReducedSubject): string {
   const r = s.review;
   const sup = s.support;
   const st = s.evidence_strength;
@@ -299,6 +309,12 @@ const text = new CompactText();
 
 /** A subject in `d`'s dialect, written into one buffer; null when a piece is not ASCII (a fold's subjects always are: refs, enums, ids, numbers). */
 function subjectAscii(s: ReducedSubject, d: SubjectDialect): string | null {
+  putSubject(s, d);
+  return text.text();
+}
+
+/** A subject in `d`'s dialect, written into `text` (which says whether it was ASCII). */
+function putSubject(s: ReducedSubject, d: SubjectDialect): void {
   const P = d.pieces;
   const t = d.tokens;
   const r = s.review;
@@ -326,7 +342,6 @@ function subjectAscii(s: ReducedSubject, d: SubjectDialect): string | null {
   text.put(P.harmful).put(String(sup.harmful)).put(P.helpful).put(String(sup.helpful)).put(P.neutral).put(String(sup.neutral)).put(P.unknown).put(String(sup.unknown));
   text.put(P.uncertainty).put(floatJson(s.uncertainty.value)).put(P.max).put(floatJson(s.utility_bounds.max.value)).put(P.min).put(floatJson(s.utility_bounds.min.value));
   text.put(P.estimate).put(floatJson(s.utility_estimate.value)).put("}");
-  return text.text();
 }
 
 function putStrings(list: readonly string[], tokens: boolean): void {

@@ -367,7 +367,7 @@ export class IdentityParts {
       } else {
         group.member ??= flat(subjectMember(group.level, group.key, group.subjectId));
         after = subjectPartOf(group, group.chronoObs, group.factors ?? undefined, group.chrono[group.chrono.length - 1]!.member, group.member); // (its `items` is the group's live list: not for computeParts' reuse)
-        flat(after.fragment);
+        if (typeof after.fragment === "string") flat(after.fragment);
         if (after.proposal !== null) flat(after.proposal);
         parts.subjects.set(group.subjectId, after);
         after.hash = afterHash = partHash(after.fragment, after.proposal);
@@ -387,7 +387,7 @@ export class IdentityParts {
       if (after === undefined) parts.history.delete(id);
       else {
         flat(after.member);
-        flat(after.fragment);
+        if (typeof after.fragment === "string") flat(after.fragment);
         parts.history.set(id, after);
         after.hash = afterHash = partHash(after.fragment);
         this.sum.add(afterHash, 1);

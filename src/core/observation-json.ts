@@ -7,6 +7,7 @@
 import { floatJson, quote } from "./canonical-json.js";
 import { CompactText, compactKey as k, compactString } from "./compact-json.js";
 import type { Observation } from "./observation-model.js";
+import type { Fragment } from "./fragment.js";
 
 function list(xs: readonly string[]): string {
   let out = "[";
@@ -97,8 +98,16 @@ function refs(xs: readonly string[]): string {
  * Observation is only made by validation), so only created_at goes through quote.
  */
 export function historyEntryStored(o: Observation, fingerprint: string, subjectId: string): string {
-  const ascii = historyEntryAscii(o, fingerprint, subjectId);
-  if (ascii !== null) return ascii;
+  return historyEntryAscii(o, fingerprint, subjectId) ?? historyEntrySlow(o, fingerprint, subjectId);
+}
+
+/** historyEntryStored as a fragment: its bytes when ASCII (as a fold's entries are but for a non-ASCII created_at). */
+export function historyEntryFragment(o: Observation, fingerprint: string, subjectId: string): Fragment {
+  putHistoryEntry(text.start(), o, fingerprint, subjectId, STORED);
+  return text.bytes() ?? historyEntrySlow(o, fingerprint, subjectId);
+}
+
+function historyEntrySlow(o: Observation, fingerprint: string, subjectId: string): string {
   return (
     `{${K.application_receipt_id}"${o.application_receipt_id}",${K.attribution_level}${compactString(o.attribution_level)}` +
     `,${K.confidence}${floatJson(o.confidence)},${K.created_at}${quote(o.created_at)}` +

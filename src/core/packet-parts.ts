@@ -13,8 +13,9 @@ import { analyzeIdentityState, subjectOfGroup, type IdentityAnalysis, type Subje
 import { reducerIdentity, type ReducerContext } from "./identity.js";
 import type { IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
-import { historyEntryStored, historyListJson, putHistoryList, type HistoryEntryOf } from "./observation-json.js";
-import { CompactText, canonicalSubject, compactJson, compactString, expandTokens, putExpanded, storedProposal, storedSubject } from "./compact-json.js";
+import { historyEntryFragment, historyEntryStored, historyListJson, putHistoryList, type HistoryEntryOf } from "./observation-json.js";
+import { CompactText, canonicalSubject, compactJson, compactString, expandTokens, putExpanded, storedProposal, storedSubjectFragment } from "./compact-json.js";
+import { fragmentText, type Fragment } from "./fragment.js";
 import { compareOrder, indexesInOrder, sortedInOrder } from "./ordering.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS, baseProjection } from "./projection.js";
 import { pyEquals, type PyObject } from "./pyvalue.js";
@@ -24,7 +25,8 @@ import { reduceSubject, sameRoundedProducts, type FactorList } from "./subject.j
 
 export interface SubjectPart {
   member: string;
-  fragment: string;
+  /** Its stored form ("" once the store holds it and the model let go: IdentityParts.release). */
+  fragment: Fragment;
   proposal: string | null;
   /** Review state is conflict (the packet then needs review). */
   conflict: boolean;
@@ -39,7 +41,8 @@ export interface SubjectPart {
 
 export interface HistoryPart {
   member: string;
-  fragment: string;
+  /** As SubjectPart.fragment. */
+  fragment: Fragment;
   /** As SubjectPart.hash. */
   hash: string;
 }
@@ -71,7 +74,7 @@ export function emptyParts(): PartsView {
 
 /** The history part of an accepted observation. */
 export function historyPart(obs: Observation, subjectId: string, fingerprint: string): HistoryPart {
-  return { member: historyMember(obs.created_at, obs.observation_id), fragment: historyEntryStored(obs, fingerprint, subjectId), hash: "" };
+  return { member: historyMember(obs.created_at, obs.observation_id), fragment: historyEntryFragment(obs, fingerprint, subjectId), hash: "" };
 }
 
 /**
@@ -153,7 +156,7 @@ export function subjectPartOf(
   const { subject, proposal } = subjectOfGroup(group, latest, factors?.byId, form === "stored");
   return {
     member: member ?? subjectMember(group.level, group.key, group.subjectId),
-    fragment: form === "canonical" ? canonicalSubject(subject) : storedSubject(subject),
+    fragment: form === "canonical" ? canonicalSubject(subject) : storedSubjectFragment(subject),
     proposal: proposal === null ? null : form === "canonical" ? canonicalJson(proposal) : storedProposal(proposal),
     conflict: proposal !== null && proposal.state === "conflict",
     latest: latestMember ?? historyMember(latest.created_at, latest.observation_id),
@@ -405,7 +408,7 @@ function packetLists(parts: PartsView, inOrder: boolean): PacketLists {
     history,
     conflicts: conflicts.map((id) => parts.conflicts.get(id)!),
     proposals: subjects.filter((s) => s.proposal !== null).map((s) => s.proposal!),
-    subjects: subjects.map((s) => s.fragment),
+    subjects: subjects.map((s) => fragmentText(s.fragment)),
   };
 }
 
@@ -430,7 +433,7 @@ export function assembleParts(parts: PartsView): string {
   const onRead = onReadLists(parts);
   if (onRead !== null) return expandTokens(onRead.skeleton[0]!) + historyListJson(onRead.history as DeferredHistoryPart[]) + expandTokens(afterHistory(onRead));
   const l = packetLists(parts, false);
-  return expandTokens(l.skeleton[0]! + "[" + l.history.map((h) => h.fragment).join(",") + "]" + afterHistory(l));
+  return expandTokens(l.skeleton[0]! + "[" + l.history.map((h) => fragmentText(h.fragment)).join(",") + "]" + afterHistory(l));
 }
 
 /**

@@ -1,6 +1,7 @@
 /** The writes that turn one stored PartsView into the next: only what changed. */
 import { META_FIELDS, STORED_PARTS, type IdentityPart, type StoredPart } from "./stored-names.js";
 import type { PartsChanges } from "../core/identity-parts.js";
+import type { Fragment } from "../core/fragment.js";
 import type { PartsView } from "../core/packet-parts.js";
 import { MAX_PROJECTION_HISTORY } from "../core/projection-limits.js";
 
@@ -11,10 +12,11 @@ export interface PartOp {
   op: OpCode;
   part: StoredPart;
   field: string;
-  value: string;
+  /** An HSET's value ("" for the other opcodes): a subject's or a history entry's fragment may be its bytes. */
+  value: Fragment;
 }
 
-const hset = (part: IdentityPart, field: string, value: string): PartOp => ({ op: "HSET", part, field, value });
+const hset = (part: IdentityPart, field: string, value: Fragment): PartOp => ({ op: "HSET", part, field, value });
 const hdel = (part: IdentityPart, field: string): PartOp => ({ op: "HDEL", part, field, value: "" });
 const zadd = (part: IdentityPart, member: string): PartOp => ({ op: "ZADD", part, field: member, value: "" });
 const zrem = (part: IdentityPart, member: string): PartOp => ({ op: "ZREM", part, field: member, value: "" });

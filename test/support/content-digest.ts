@@ -14,6 +14,7 @@
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { PartsView } from "../../src/core/packet-parts.js";
+import { fragmentText } from "../../src/core/fragment.js";
 import { identityKeys } from "../../src/adapters/redis/keys.js";
 
 export interface DigestElements {
@@ -44,8 +45,8 @@ export function elementsOfParts(parts: PartsView): DigestElements {
   return {
     rejected: parts.rejected,
     skeleton: parts.skeleton,
-    subjects: [...parts.subjects.values()].map(({ fragment, proposal }) => ({ fragment, proposal })),
-    history: [...parts.history.values()].map(({ fragment }) => ({ fragment })),
+    subjects: [...parts.subjects.values()].map(({ fragment, proposal }) => ({ fragment: fragmentText(fragment), proposal })),
+    history: [...parts.history.values()].map(({ fragment }) => ({ fragment: fragmentText(fragment) })),
     conflicts: [...parts.conflicts.values()].map((fragment) => ({ fragment })),
   };
 }

@@ -9,10 +9,11 @@ import { describe, expect, it } from "vitest";
 import { applyCommandBytes, applyKeysAndArguments, type ApplyCall } from "../../src/adapters/redis/apply-command.js";
 import type { OpCode, PartOp } from "../../src/fold/delta.js";
 import { STORED_PARTS } from "../../src/fold/stored-names.js";
+import { fragmentText } from "../../src/core/fragment.js";
 
 const FN = "mufold_apply_v4";
 
-function ioredisBytes(args: (string | number)[]): Buffer {
+function ioredisBytes(args: (string | number | Buffer)[]): Buffer {
   const written = new Command("FCALL", args).toWritable(undefined as never);
   return Buffer.isBuffer(written) ? written : Buffer.from(written, "utf8");
 }
@@ -67,14 +68,15 @@ describe("the apply's FCALL", () => {
     const op = fc.record({
       op: fc.constantFrom<OpCode>("HSET", "HDEL", "ZADD", "ZREM", "RPUSH"),
       part: fc.constantFrom(...STORED_PARTS),
-      value: text,
+      // A fragment may be its bytes (fragment.ts): ASCII, of any length, written as they are.
+      value: fc.oneof(text, fc.string({ unit: fc.integer({ min: 0, max: 0x7f }).map((c) => String.fromCharCode(c)), maxLength: 300 }).map((s) => Buffer.from(s, "latin1"))),
     });
     const offset = fc.oneof(fc.bigInt({ min: 0n, max: 1n << 60n }), fc.constantFrom(0n, 9_007_199_254_740_991n, 9_007_199_254_740_992n));
     const guard = fc.option(fc.record({ partition: text, from: offset }), { nil: null });
     fc.assert(
       fc.property(text, text, fc.nat({ max: 99 }), fc.nat({ max: 1_000_000 }), fc.array(fc.tuple(text, offset), { maxLength: 3 }), fc.array(op, { maxLength: 40 }), guard, fc.boolean(), (prefix, identity, generation, version, marks, drawn, g, withDel) => {
         // Fields unique per part (the plan's ops commute), a DEL only of a part nothing else writes.
-        const ops: PartOp[] = drawn.map((o, i) => ({ ...o, field: `${o.value}#${i}` }));
+        const ops: PartOp[] = drawn.map((o, i) => ({ ...o, field: `${fragmentText(o.value)}#${i}` }));
         if (withDel) ops.push({ op: "DEL", part: "hl", field: "", value: "" });
         const plan = withDel ? ops.filter((o) => o.op === "DEL" || o.part !== "hl") : ops;
         const call: ApplyCall = { generation, identity, expectedVersion: version, watermarks: new Map(marks), ops: plan, guard: g };

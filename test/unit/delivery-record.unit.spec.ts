@@ -12,6 +12,7 @@ import { IdentityParts } from "../../src/core/identity-parts.js";
 import { normalizedFingerprint } from "../../src/core/observation.js";
 import { decodeStoredState } from "../../src/fold/delivery-record.js";
 import { IdentityModel } from "../../src/fold/identity-model.js";
+import { fragmentText } from "../../src/core/fragment.js";
 
 function storedIdentity() {
   const observations = [...simulate({ agents: 1, observationsPerAgent: 80, snapshotEvery: 1e9, duplicateRate: 0.2, conflictRate: 0.1, memories: 4, seed: 3 })].map((d) => d.observation);
@@ -21,8 +22,8 @@ function storedIdentity() {
   const history = new Map<string, string>();
   const plan = model.plan(observations.map((observation, i) => ({ observation, fingerprint: normalizedFingerprint(observation), topic: "t", partition: 0, offset: BigInt(i) })));
   for (const op of plan.ops) {
-    if (op.op === "HSET" && op.part === "d") records.set(op.field, op.value);
-    if (op.op === "HSET" && op.part === "h") history.set(op.field, op.value);
+    if (op.op === "HSET" && op.part === "d") records.set(op.field, fragmentText(op.value));
+    if (op.op === "HSET" && op.part === "h") history.set(op.field, fragmentText(op.value));
     if (op.op === "HDEL" && op.part === "h") history.delete(op.field);
   }
   return { model, context, records, history };
@@ -42,7 +43,7 @@ describe("stored delivery records and history entries", () => {
     const rebuilt = new IdentityParts(context);
     rebuilt.load(decodeStoredState(records, history, context), model.parts.deliveries);
     rebuilt.flush();
-    expect(new Map([...rebuilt.parts.history].map(([id, h]) => [id, h.fragment]))).toEqual(history);
+    expect(new Map([...rebuilt.parts.history].map(([id, h]) => [id, fragmentText(h.fragment)]))).toEqual(history);
   });
 
   it("refuses a history entry whose fingerprint is not its observation's", () => {

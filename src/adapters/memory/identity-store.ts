@@ -19,6 +19,7 @@ import { idOfMember } from "../../core/sort-keys.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS } from "../../core/projection-limits.js";
 import { SKELETON_SEPARATOR } from "../../core/packet-parts.js";
 import { expandTokens } from "../../core/compact-json.js";
+import { fragmentText } from "../../core/fragment.js";
 import { opRuns, type PartOp } from "../../fold/delta.js";
 import { PositionContradictedError, StaleVersionError, StateLostError, type IdentityStore, type PositionGuard, type StoredIdentity } from "../../fold/identity-store.js";
 import { META_FIELDS, type StoredPart } from "../../fold/stored-names.js";
@@ -97,7 +98,7 @@ function zrange(keys: Keys, part: IdentityPart): string[] {
 function runOp(keys: Keys, op: PartOp): void {
   switch (op.op) {
     case "HSET":
-      return hset(keys, op.part, op.field, op.value);
+      return hset(keys, op.part, op.field, fragmentText(op.value)); // held as text, as Redis would return it
     case "HDEL":
       return hdel(keys, op.part, op.field);
     case "ZADD":

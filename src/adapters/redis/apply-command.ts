@@ -11,6 +11,7 @@
  * (one `<opcode><part>*<count>` per run of planRuns, space-separated), then the runs' operands in order (a
  * field and a value per HSET, a field or member per HDEL, ZADD, ZREM and RPUSH, none per DEL).
  */
+import type { Fragment } from "../../core/fragment.js";
 import { planRuns, runOp, type OpCode, type PartOp, type RunPlan } from "../../fold/delta.js";
 import type { PositionGuard } from "../../fold/identity-store.js";
 import { STORED_PARTS } from "../../fold/stored-names.js";
@@ -31,9 +32,9 @@ export interface ApplyCall {
 }
 
 /** The call's keys and arguments (a cluster's path). */
-export function applyKeysAndArguments(prefix: string, call: ApplyCall): { keys: string[]; args: (string | number)[] } {
+export function applyKeysAndArguments(prefix: string, call: ApplyCall): { keys: string[]; args: (string | number | Buffer)[] } {
   const { guard, watermarks, ops } = call;
-  const args: (string | number)[] = guard !== null ? [String(call.generation), guard.partition, guard.from.toString()] : [];
+  const args: (string | number | Buffer)[] = guard !== null ? [String(call.generation), guard.partition, guard.from.toString()] : [];
   args.push(String(call.expectedVersion), watermarks.size);
   for (const [field, offset] of watermarks) args.push(field, offset.toString());
   const plan = planRuns(ops);
@@ -70,7 +71,7 @@ export function applyCommandBytes(fn: string, prefix: string, call: ApplyCall): 
   programPlan = plan;
   out.bulkAscii(programBytes(plan), writeProgram);
   programPlan = null;
-  forEachOperand(plan, ops, (operand) => out.bulk(operand));
+  forEachOperand(plan, ops, (operand) => out.bulkOf(operand));
   return out.end();
 }
 
@@ -85,7 +86,7 @@ function namesOf(prefix: string, generation: number): { head: string; control: s
 }
 
 /** Each run's operands, in the program's order. */
-function forEachOperand(plan: Readonly<RunPlan>, ops: readonly PartOp[], put: (operand: string) => void): void {
+function forEachOperand(plan: Readonly<RunPlan>, ops: readonly PartOp[], put: (operand: Fragment) => void): void {
   for (let r = 0; r < plan.runs; r++) {
     const op = runOp(plan, r);
     if (op === "DEL") continue;

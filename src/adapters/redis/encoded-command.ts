@@ -22,11 +22,11 @@ function reserve(bytes: number, used: number): void {
 }
 
 /** The RESP array of bulk strings `name`, then every argument of `lists` in order: the bytes Redis reads as this command. */
-export function encodeCommand(name: string, ...lists: readonly (readonly (string | number)[])[]): Buffer {
+export function encodeCommand(name: string, ...lists: readonly (readonly (string | number | Buffer)[])[]): Buffer {
   let count = 1;
   for (const list of lists) count += list.length;
   const out = startCommand(count).bulk(name);
-  for (const list of lists) for (const arg of list) out.bulk(typeof arg === "string" ? arg : String(arg));
+  for (const list of lists) for (const arg of list) out.bulkOf(typeof arg === "number" ? String(arg) : arg);
   return out.end();
 }
 
@@ -40,6 +40,10 @@ let cursor = 0;
 export interface CommandWriter {
   /** One argument. */
   bulk(text: string): CommandWriter;
+  /** One argument, its bytes as they are. */
+  bulkBytes(bytes: Uint8Array): CommandWriter;
+  /** One argument: `bulk` of text, `bulkBytes` of bytes. */
+  bulkOf(arg: string | Uint8Array): CommandWriter;
   /** One argument, the text of `a`, `b` and `c` joined (without joining them). */
   bulkOf3(a: string, b: string, c: string): CommandWriter;
   /** One argument, a non-negative safe integer in decimal. */
@@ -63,6 +67,20 @@ const writer: CommandWriter = {
   bulk(text: string): CommandWriter {
     cursor = putBulk(text, cursor);
     return writer;
+  },
+  bulkBytes(bytes: Uint8Array): CommandWriter {
+    const n = bytes.length;
+    reserve(n + 32, cursor);
+    scratch[cursor] = 0x24; // $
+    cursor = putCount(n, cursor + 1);
+    scratch.set(bytes, cursor);
+    cursor += n;
+    scratch[cursor++] = 0x0d;
+    scratch[cursor++] = 0x0a;
+    return writer;
+  },
+  bulkOf(arg: string | Uint8Array): CommandWriter {
+    return typeof arg === "string" ? writer.bulk(arg) : writer.bulkBytes(arg);
   },
   bulkOf3(a: string, b: string, c: string): CommandWriter {
     reserve(3 * (a.length + b.length + c.length) + 32, cursor);

@@ -23,7 +23,7 @@ export class FunctionCaller {
     this.encoded = redis instanceof Redis; // a node's client (not a cluster's, nor a stand-in)
   }
 
-  async call(command: FunctionCommand, fn: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  async call(command: FunctionCommand, fn: string, keys: readonly string[], args: readonly (string | number | Buffer)[]): Promise<unknown> {
     try {
       // One node: the command's RESP bytes written straight into one Buffer (encoded-command.ts); a cluster routes by
       // the keys among ioredis's arguments.
