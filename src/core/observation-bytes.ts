@@ -3,8 +3,9 @@
  * instead of its decoded text: the fold's per-record path. Decoding a ~1.5 KB
  * value into a string, cutting its values as views of it and copying the ones
  * a model keeps cost ~2 KB of young garbage a record; here each value becomes
- * one string of its own (owned: a kept copy takes them without copying) and the id and the
- * fingerprint hash ranges of the bytes.
+ * one string of its own (owned: a kept copy takes them without copying), or
+ * the string an earlier record's equal value became (`repeated`), and the id
+ * and the fingerprint hash ranges of the bytes.
  *
  * It takes exactly what the canonical regex takes, where the value is ASCII,
  * and returns what that tier returns; anything else (a byte above 0x7f, any
@@ -91,6 +92,24 @@ type Latin1Readable = Buffer & { latin1Slice?: (from: number, to: number) => str
 const NO_BYTES = Buffer.alloc(0);
 const NO_VIEW = new DataView(new ArrayBuffer(0));
 
+/**
+ * The strings of the values that repeat from record to record (the scope, the snapshot refs, the evaluator and
+ * its version, the reason codes): a direct-mapped table by a hash of the bytes. A value whose bytes equal its
+ * slot's string is that string, not a new one: ~9 strings a record were young garbage (bench/alloc-sites.ts). The
+ * values unique to a record (its id, receipt, outcome, evidence refs, created_at) do not go through it, so they do
+ * not evict the ones that repeat. Each entry is a copy, never a view, so the table keeps no record alive.
+ */
+const REPEATED_SLOTS = 4096;
+const repeated: string[] = new Array<string>(REPEATED_SLOTS).fill("");
+
+/**
+ * The confidence lexemes read before, by a hash of the bytes, and the number each denotes: one already found
+ * canonical (Python's repr of its float, in [0, 1]) is neither cut out nor checked again.
+ */
+const CONFIDENCE_SLOTS = 256;
+const confidenceLexemes: string[] = new Array<string>(CONFIDENCE_SLOTS).fill("");
+const confidenceValues = new Float64Array(CONFIDENCE_SLOTS);
+
 class BytesCursor {
   b: Buffer = NO_BYTES;
   /** The same bytes, read a word at a time. */
@@ -140,15 +159,50 @@ class BytesCursor {
     return p;
   }
 
-  /** A ref that fits the contract's length, as a string; null otherwise. */
-  refString(): string | null {
+  /** A ref that fits the contract's length, as a string; null otherwise. `repeats`: a value records share (see `repeated`). */
+  refString(repeats = false): string | null {
     const from = this.p;
     const end = this.ref();
-    return end < 0 || end - from > MAX_REF_LENGTH ? null : this.text(from, end);
+    if (end < 0 || end - from > MAX_REF_LENGTH) return null;
+    return repeats ? this.repeatedText(from, end) : this.text(from, end);
   }
 
-  /** `"ref","ref"…` up to `]` (not consumed), or nothing: the refs, or null when malformed, too many, too long or unsorted. */
-  refList(maximum: number): string[] | null {
+  /** `text(from, to)`, the table's string when it holds these bytes (and put there when not). */
+  repeatedText(from: number, to: number): string {
+    const slot = hashOf(this.b, from, to) & (REPEATED_SLOTS - 1);
+    const held = repeated[slot]!;
+    if (this.holds(held, from, to)) return held;
+    return (repeated[slot] = this.text(from, to));
+  }
+
+  /** Whether `s` is the bytes [from, to) (ASCII). */
+  holds(s: string, from: number, to: number): boolean {
+    if (s.length !== to - from) return false;
+    const b = this.b;
+    for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) !== b[from + i]) return false;
+    return true;
+  }
+
+  /** The canonical confidence whose lexeme is [from, to), or -1 when it is not one. */
+  confidence(from: number, to: number): number {
+    if (to === from) return -1; // (an empty slot holds "")
+    const slot = hashOf(this.b, from, to) & (CONFIDENCE_SLOTS - 1);
+    if (this.holds(confidenceLexemes[slot]!, from, to)) return confidenceValues[slot]!;
+    const lexeme = this.text(from, to);
+    if (lexNumber(lexeme, 0) >> 1 !== lexeme.length) return -1;
+    const confidence = Number(lexeme);
+    // Canonical: the lexeme is Python's repr of the float it denotes.
+    if (!(confidence >= 0 && confidence <= 1) || floatJson(confidence) !== lexeme) return -1;
+    confidenceLexemes[slot] = lexeme;
+    confidenceValues[slot] = confidence;
+    return confidence;
+  }
+
+  /**
+   * `"ref","ref"…` up to `]` (not consumed), or nothing: the refs, or null when malformed, too many, too long or
+   * unsorted. `repeats`: refs records share (see `repeated`).
+   */
+  refList(maximum: number, repeats = false): string[] | null {
     if (this.b[this.p] === RBRACKET) return [];
     let n = 0;
     for (;;) {
@@ -163,13 +217,13 @@ class BytesCursor {
       if (this.b[this.p] !== COMMA) break;
       this.p++;
     }
-    return this.sortedTexts(n);
+    return this.sortedTexts(n, repeats);
   }
 
   /** The n ranges in RANGES as strings, in a list of exactly n (a list grown by push keeps room for 17); null when not ascending. */
-  private sortedTexts(n: number): string[] | null {
+  private sortedTexts(n: number, repeats = false): string[] | null {
     const out = new Array<string>(n);
-    for (let i = 0; i < n; i++) out[i] = this.text(RANGES[2 * i]!, RANGES[2 * i + 1]!);
+    for (let i = 0; i < n; i++) out[i] = repeats ? this.repeatedText(RANGES[2 * i]!, RANGES[2 * i + 1]!) : this.text(RANGES[2 * i]!, RANGES[2 * i + 1]!);
     return ascending(out) ? out : null;
   }
 
@@ -249,20 +303,17 @@ function readCanonicalAt(bytes: Buffer, start: number): ReadObservation | null {
   const lexemeFrom = k.p;
   const lexemeTo = k.numberRun();
   if (lexemeTo < 0) return null;
-  const lexeme = k.text(lexemeFrom, lexemeTo);
-  if (lexNumber(lexeme, 0) >> 1 !== lexeme.length) return null;
-  const confidence = Number(lexeme);
-  // Canonical: the lexeme is Python's repr of the float it denotes.
-  if (!(confidence >= 0 && confidence <= 1) || floatJson(confidence) !== lexeme) return null;
+  const confidence = k.confidence(lexemeFrom, lexemeTo);
+  if (confidence < 0) return null;
   if (!k.piece(CREATED_AT)) return null;
   const createdFrom = k.p;
   const createdTo = k.plainAscii();
   if (createdTo < 0) return null;
   const xFrom = k.p + 2; // X and B: from `"evaluation_version"`
   if (!k.piece(EVALUATION_VERSION)) return null;
-  const evaluationVersion = k.refString();
+  const evaluationVersion = k.refString(true);
   if (evaluationVersion === null || !k.piece(EVALUATOR)) return null;
-  const evaluatorRef = k.refString();
+  const evaluatorRef = k.refString(true);
   if (evaluatorRef === null || !k.piece(BASIS)) return null;
   const basis = k.oneOf(BASES);
   if (basis === null || !k.piece(EVIDENCE)) return null;
@@ -281,23 +332,23 @@ function readCanonicalAt(bytes: Buffer, start: number): ReadObservation | null {
   const dFrom = idTo + 2;
   const outcome = k.refString();
   if (outcome === null || !k.piece(POLICY)) return null;
-  const policy = k.refString();
+  const policy = k.refString(true);
   if (policy === null) return null;
   const dEnd = k.p + 1;
   if (!k.piece(FLAGS_REASONS)) return null;
-  const reasonCodes = k.refList(MAX_REASON_CODES);
+  const reasonCodes = k.refList(MAX_REASON_CODES, true);
   if (reasonCodes === null) return null;
   const eFrom = k.p + 2;
   if (!k.piece(RETRIEVAL)) return null;
-  const retrieval = k.refString();
+  const retrieval = k.refString(true);
   if (retrieval === null || !k.piece(SCHEMA_AGENT)) return null;
-  const agent = k.refString();
+  const agent = k.refString(true);
   if (agent === null || !k.piece(CORPUS)) return null;
-  const corpus = k.refString();
+  const corpus = k.refString(true);
   if (corpus === null || !k.piece(PROJECT)) return null;
-  const project = k.refString();
+  const project = k.refString(true);
   if (project === null || !k.piece(SURFACE)) return null;
-  const surface = k.refString();
+  const surface = k.refString(true);
   if (surface === null) return null;
   const eEnd = k.p + 2;
   if (!k.piece(LABEL)) return null;
@@ -319,6 +370,13 @@ function readCanonicalAt(bytes: Buffer, start: number): ReadObservation | null {
   // The fingerprint's text is the object without its created_at field: `{A,"confidence":L,` and `X}`.
   const fingerprint = "muof_" + digest.start().bytes(bytes, objectFrom, lexemeTo + 1).bytes(bytes, xFrom, xEnd).char(RBRACE).hex();
   return new ReadObservation(obs, fingerprint, true);
+}
+
+/** A hash of bytes [from, to) (FNV-1a), for the tables above. */
+function hashOf(b: Buffer, from: number, to: number): number {
+  let h = 0x811c9dc5;
+  for (let i = from; i < to; i++) h = Math.imul(h ^ b[i]!, 0x01000193);
+  return (h ^ (h >>> 16)) >>> 0;
 }
 
 /** The id's 68 bytes are `muo_` and the hex digest of its content. */

@@ -104,6 +104,32 @@ describe("observation reader: canonical producer texts", () => {
   });
 });
 
+describe("observation reader: the values records share", () => {
+  it("reads each value as itself when more values than the bytes tier's table has slots take turns", () => {
+    // 4,500 evaluators (more than the 4,096 slots: some share one), with scopes, refs and reason codes that repeat.
+    const made = Array.from({ length: 4_500 }, (_, i) =>
+      observation({
+        evaluator_ref: `evaluator:${i}`,
+        scope: { agent_id: `agent:${i % 97}`, project_id: `project:${i % 5}`, corpus_id: "corpus:1", surface_id: `surface:${i % 3}` },
+        retrieval: `retrieval:${i % 7}`,
+        utility_label: "helpful",
+        attribution_level: "set",
+        evidence_basis: "controlled_replay",
+        digests: [DIGEST_A, DIGEST_B],
+        reason_codes: [`r${i % 11}`, `s${i % 13}`],
+        confidence: [0.5, 0.25, 0.1, 1][i % 4],
+      }),
+    );
+    const texts = made.map((o) => Buffer.from(canonicalJson(observationToPy(o))));
+    for (const pass of [0, 1]) {
+      for (let i = 0; i < made.length; i++) {
+        const read = readObservationBytes(texts[(i * 7 + pass) % made.length]!)!.observation;
+        expect(read).toStrictEqual(made[(i * 7 + pass) % made.length]);
+      }
+    }
+  });
+});
+
 /** Replace the first occurrence of `from` (which must exist) in the text. */
 function edit(text: string, from: string, to: string): string {
   expect(text.includes(from)).toBe(true);
@@ -184,6 +210,7 @@ describe("observation reader: edge texts agree with the slow path", () => {
     ["1.", edit(baseText, conf, `"confidence":1.`)],
     ["01", edit(baseText, conf, `"confidence":01`)],
     ["1e", edit(baseText, conf, `"confidence":1e`)],
+    ["no confidence", edit(baseText, conf, `"confidence":`)],
     ["escaped key", edit(baseText, `"scope":`, `"\\u0073cope":`)],
     ["escaped value", edit(baseText, `"outcome_ref":"outcome:1"`, `"outcome_ref":"outcome\\u003a1"`)],
     ["escaped enum", edit(baseText, `"utility_label":"helpful"`, `"utility_label":"help\\u0066ul"`)],
