@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { simulate } from "../../producers/simulation.js";
 import { storedProposal, storedSubject } from "../../src/core/compact-json.js";
 import { subjectGroupKey, subjectGroupOf, subjectOfGroup, type SubjectGroup } from "../../src/core/identity-analysis.js";
+import { subjectIdOf } from "../../src/core/identity.js";
 import type { Observation } from "../../src/core/observation.js";
 import { Prng } from "../../producers/simulation.js";
 import { observation } from "../support/fixtures.js";
@@ -60,5 +61,28 @@ describe("a subject reduced into the scratch subject", () => {
     // The sequence went up and down in what the scratch held.
     expect([...reasonCounts].sort()).toEqual([0, 1, 2]);
     expect(summaryLengths.size).toBeGreaterThan(2);
+  });
+});
+
+describe("a subject's group key", () => {
+  it("is equal for two accepted observations exactly when their subject ids are", () => {
+    // Lineage subjects differ by receipt alone; set subjects by one digest of two; item and set share a digest.
+    const shapes = [
+      ...simulated.slice(0, 200),
+      ...handMade,
+      observation({ digests: ["00000000000000dd"], attribution_level: "none", utility_label: "unknown", evidence_basis: "deterministic_effect", confidence: 0.6, application_id: "app:2" }),
+      observation({ digests: ["00000000000000aa", "00000000000000bb"], attribution_level: "set", utility_label: "unknown", evidence_basis: "insufficient", confidence: 0 }),
+      observation({ digests: ["00000000000000aa", "00000000000000cc"], attribution_level: "set", utility_label: "unknown", evidence_basis: "insufficient", confidence: 0 }),
+      observation({ digests: [`sha256:${"ab".repeat(32)}`], utility_label: "unknown", evidence_basis: "insufficient", confidence: 0 }),
+    ];
+    let same = 0;
+    for (const a of shapes) {
+      for (const b of shapes) {
+        const equalIds = subjectIdOf(a) === subjectIdOf(b);
+        expect(subjectGroupKey(a) === subjectGroupKey(b), `${a.observation_id} ${b.observation_id}`).toBe(equalIds);
+        if (equalIds && a !== b) same++;
+      }
+    }
+    expect(same).toBeGreaterThan(0);
   });
 });
