@@ -10,6 +10,13 @@
  *
  *   npx tsx bench/alloc-sites.ts [--records 50000] [--engine] [--survivors] [--top 25]
  *
+ * --inside NAME: also what the sites named NAME (a function of ours) allocate
+ * through the frames below them that are not ours (V8's builtins and Node's
+ * own: a Map's growth, a push, a hash's string), by that innermost frame.
+ *
+ * --callers NAME: what the sites named NAME allocate (the frames below them
+ * included), by the two frames of ours that called them.
+ *
  * --survivors: only what outlived the young generation (V8 drops the samples
  * of objects a scavenge freed): where the promoted bytes come from, the kept
  * state and whatever a batch holds across scavenges.
@@ -28,7 +35,14 @@ import { batchesOf, partitionedWorkload, workload } from "./partitioned-workload
 await runUnderMufoldFlags();
 
 const { values } = parseArgs({
-  options: { records: { type: "string", default: "50000" }, engine: { type: "boolean", default: false }, survivors: { type: "boolean", default: false }, top: { type: "string", default: "25" } },
+  options: {
+    records: { type: "string", default: "50000" },
+    engine: { type: "boolean", default: false },
+    survivors: { type: "boolean", default: false },
+    top: { type: "string", default: "25" },
+    inside: { type: "string" },
+    callers: { type: "string" },
+  },
 });
 const records = Number(values.records);
 
@@ -63,6 +77,37 @@ function attribute(head: ProfileNode): { layers: Map<string, number>; sites: Map
   };
   walk(head, null);
   return { layers, sites };
+}
+
+/** What frames of ours named `name` allocate, by the innermost frame (ours or not) that allocated it; "(itself)" for their own code. */
+function insideOf(head: ProfileNode, name: string): Map<string, number> {
+  const out = new Map<string, number>();
+  const walk = (node: ProfileNode, within: boolean): void => {
+    const own = layerOf(node.callFrame.url) !== null;
+    const here = own ? node.callFrame.functionName === name : within;
+    if (here && node.selfSize > 0) {
+      const site = own && node.callFrame.functionName === name ? "(itself)" : `${node.callFrame.functionName || "(anonymous)"} (${node.callFrame.url.split("/").slice(-1)[0] || "V8"})`;
+      out.set(site, (out.get(site) ?? 0) + node.selfSize);
+    }
+    for (const child of node.children) walk(child, here);
+  };
+  walk(head, false);
+  return out;
+}
+
+/** What frames of ours named `name` allocate (with the frames below), by the two frames of ours above them. */
+function callersOf(head: ProfileNode, name: string): Map<string, number> {
+  const out = new Map<string, number>();
+  const walk = (node: ProfileNode, ours: string[], charged: string | null): void => {
+    const own = layerOf(node.callFrame.url) !== null;
+    const fn = node.callFrame.functionName || "(anonymous)";
+    const chain = own ? [...ours, fn] : ours;
+    const site = charged ?? (own && fn === name ? chain.slice(-3, -1).join(" > ") || "(top)" : null);
+    if (site !== null && node.selfSize > 0) out.set(site, (out.get(site) ?? 0) + node.selfSize);
+    for (const child of node.children) walk(child, chain, site);
+  };
+  walk(head, [], null);
+  return out;
 }
 
 async function sampled(run: () => Promise<void>): Promise<ProfileNode> {
@@ -116,6 +161,8 @@ if (values.engine) {
 }
 
 const { layers, sites } = attribute(head);
+const inside = values.inside === undefined ? null : insideOf(head, values.inside);
+const callers = values.callers === undefined ? null : callersOf(head, values.callers);
 const per = (n: number) => Math.round(n / records).toLocaleString("en-US");
 let total = 0;
 for (const n of layers.values()) total += n;
@@ -125,4 +172,12 @@ console.log("| layer | bytes a record |\n|---|---|");
 for (const [layer, n] of [...layers].sort((a, b) => b[1] - a[1])) console.log(`| ${layer} | ${per(n)} |`);
 console.log("\n| site (innermost frame of a layer) | bytes a record |\n|---|---|");
 for (const [site, n] of [...sites].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) console.log(`| ${site} | ${per(n)} |`);
+if (inside !== null) {
+  console.log(`\n| inside ${values.inside}: the allocating frame | bytes a record |\n|---|---|`);
+  for (const [site, n] of [...inside].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) console.log(`| ${site} | ${per(n)} |`);
+}
+if (callers !== null) {
+  console.log(`\n| ${values.callers}, called by | bytes a record |\n|---|---|`);
+  for (const [site, n] of [...callers].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) console.log(`| ${site} | ${per(n)} |`);
+}
 process.exit(0);

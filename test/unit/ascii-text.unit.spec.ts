@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { AsciiText } from "../../src/core/ascii-text.js";
 import { instantOf } from "../../src/core/ordering.js";
-import { historyMember } from "../../src/core/sort-keys.js";
+import { historyMember, subjectMember } from "../../src/core/sort-keys.js";
 
 describe("AsciiText", () => {
   it("reads back exactly the concatenation of ASCII pieces and zero-padded numbers, past its first buffer", () => {
@@ -74,13 +74,28 @@ describe("AsciiText.take", () => {
 describe("historyMember", () => {
   it("is the same string whichever way it is written (ASCII created_at through the buffer, any other concatenated)", () => {
     const id = "muo_" + "a".repeat(64);
-    for (const createdAt of ["2026-01-02T10:00:00+00:00", "2026-01-02T10:00:00.123456+05:30", "0001-01-01T00:00:00+14:00", "2026-01-02T10:00:00\u0000+00:00"]) {
+    for (const createdAt of ["2026-01-02T10:00:00+00:00", "2026-01-02T10:00:00.123456+05:30", "0001-01-01T00:00:00+14:00", "2026-01-02T10:00:00\u0000+00:00", "2026-01-02T10:00:00\u0001+00:00"]) {
       // The member as the order key's definition writes it: the UTC instant (seconds biased by 10,000,000, 13
       // digits; microseconds, 6), created_at with NUL and \x01 escaped, NUL, the id.
       const { seconds, micros } = instantOf(createdAt);
       const escaped = createdAt.replace(/\u0001/g, "\u0001\u0002").replace(/\u0000/g, "\u0001\u0001");
       const expected = String(seconds + 10_000_000).padStart(13, "0") + String(micros).padStart(6, "0") + escaped + "\u0000" + id;
       expect(historyMember(createdAt, id)).toBe(expected);
+    }
+  });
+});
+
+describe("subjectMember", () => {
+  it("is the level, NUL, each key element followed by \\x01, NUL and the id, whichever way it is written", () => {
+    const id = "mus_" + "b".repeat(64);
+    const cases: [string, string[]][] = [
+      ["item", ["00000000000000aa"]],
+      ["set", ["00000000000000aa", `sha256:${"cd".repeat(32)}`]],
+      ["none", [id]],
+      ["set", ["é-not-ascii", "00000000000000aa"]],
+    ];
+    for (const [level, key] of cases) {
+      expect(subjectMember(level, key, id)).toBe(`${level}\u0000${key.map((k) => `${k}\u0001`).join("")}\u0000${id}`);
     }
   });
 });
