@@ -2,6 +2,7 @@
 import { META_FIELDS, STORED_PARTS, type IdentityPart, type StoredPart } from "./stored-names.js";
 import type { PartsChanges } from "../core/identity-parts.js";
 import type { Fragment } from "../core/fragment.js";
+import { FieldTable } from "./field-table.js";
 import type { PartsView } from "../core/packet-parts.js";
 import { MAX_PROJECTION_HISTORY } from "../core/projection-limits.js";
 
@@ -173,15 +174,16 @@ const OPEN_RUN = new Int32Array(OP_CODES.length * STORED_PARTS.length);
 /** Each op's slot, computed once per plan. */
 let SLOT_OF = new Int32Array(256);
 
-/** Up to this many ops, a written field is looked for among the ops before it; past it, in a Map (reused). */
+/** Up to this many ops, a written field is looked for among the ops before it; past it, in a table (reused). */
 const SCAN_LIMIT = 64;
-const fieldParts = new Map<string, number>();
+const fields = new FieldTable();
 
 /** Refuse ops that do not commute: a part deleted and also written or deleted again, or a (part, field) written twice. */
 function checkCommuting(ops: readonly PartOp[]): void {
   let deleted = 0; // a bit per part
   let written = 0;
   const scan = ops.length <= SCAN_LIMIT;
+  if (!scan) fields.start(ops.length);
   try {
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i]!;
@@ -194,10 +196,10 @@ function checkCommuting(ops: readonly PartOp[]): void {
         continue;
       }
       written |= bit;
-      if (scan ? writtenBefore(ops, i) : writtenInMap(op.field, bit)) throw new Error(`two ops of one apply write field ${JSON.stringify(op.field)} of part ${op.part}`);
+      if (scan ? writtenBefore(ops, i) : fields.add(op.field, bit)) throw new Error(`two ops of one apply write field ${JSON.stringify(op.field)} of part ${op.part}`);
     }
   } finally {
-    if (!scan) fieldParts.clear();
+    if (!scan) fields.empty();
   }
 }
 
@@ -210,8 +212,3 @@ function writtenBefore(ops: readonly PartOp[], i: number): boolean {
   return false;
 }
 
-function writtenInMap(field: string, bit: number): boolean {
-  const parts = fieldParts.get(field) ?? 0;
-  fieldParts.set(field, parts | bit);
-  return (parts & bit) !== 0;
-}
