@@ -16,6 +16,7 @@
 import { floatJson } from "./canonical-json.js";
 import { AsciiDigest } from "./digest.js";
 import { lexNumber } from "./json-number.js";
+import { RepeatedStrings, hashOf, holds } from "./repeated-strings.js";
 import type { AttributionLevel, EvidenceBasis, UtilityLabel } from "./observation.js";
 import {
   CLASS,
@@ -99,8 +100,7 @@ const NO_VIEW = new DataView(new ArrayBuffer(0));
  * values unique to a record (its id, receipt, outcome, evidence refs, created_at) do not go through it, so they do
  * not evict the ones that repeat. Each entry is a copy, never a view, so the table keeps no record alive.
  */
-const REPEATED_SLOTS = 4096;
-const repeated: string[] = new Array<string>(REPEATED_SLOTS).fill("");
+const repeated = new RepeatedStrings(4096);
 
 /**
  * The confidence lexemes read before, by a hash of the bytes, and the number each denotes: one already found
@@ -167,27 +167,16 @@ class BytesCursor {
     return repeats ? this.repeatedText(from, end) : this.text(from, end);
   }
 
-  /** `text(from, to)`, the table's string when it holds these bytes (and put there when not). */
+  /** `text(from, to)`, or the string an earlier record's equal value became (see `repeated`). */
   repeatedText(from: number, to: number): string {
-    const slot = hashOf(this.b, from, to) & (REPEATED_SLOTS - 1);
-    const held = repeated[slot]!;
-    if (this.holds(held, from, to)) return held;
-    return (repeated[slot] = this.text(from, to));
-  }
-
-  /** Whether `s` is the bytes [from, to) (ASCII). */
-  holds(s: string, from: number, to: number): boolean {
-    if (s.length !== to - from) return false;
-    const b = this.b;
-    for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) !== b[from + i]) return false;
-    return true;
+    return repeated.of(this.b, from, to);
   }
 
   /** The canonical confidence whose lexeme is [from, to), or -1 when it is not one. */
   confidence(from: number, to: number): number {
     if (to === from) return -1; // (an empty slot holds "")
     const slot = hashOf(this.b, from, to) & (CONFIDENCE_SLOTS - 1);
-    if (this.holds(confidenceLexemes[slot]!, from, to)) return confidenceValues[slot]!;
+    if (holds(confidenceLexemes[slot]!, this.b, from, to)) return confidenceValues[slot]!;
     const lexeme = this.text(from, to);
     if (lexNumber(lexeme, 0) >> 1 !== lexeme.length) return -1;
     const confidence = Number(lexeme);
@@ -370,13 +359,6 @@ function readCanonicalAt(bytes: Buffer, start: number): ReadObservation | null {
   // The fingerprint's text is the object without its created_at field: `{A,"confidence":L,` and `X}`.
   const fingerprint = "muof_" + digest.start().bytes(bytes, objectFrom, lexemeTo + 1).bytes(bytes, xFrom, xEnd).char(RBRACE).hex();
   return new ReadObservation(obs, fingerprint, true);
-}
-
-/** A hash of bytes [from, to) (FNV-1a), for the tables above. */
-function hashOf(b: Buffer, from: number, to: number): number {
-  let h = 0x811c9dc5;
-  for (let i = from; i < to; i++) h = Math.imul(h ^ b[i]!, 0x01000193);
-  return (h ^ (h >>> 16)) >>> 0;
 }
 
 /** The id's 68 bytes are `muo_` and the hex digest of its content. */

@@ -3,6 +3,7 @@
  * records by Kafka key, and cut a batch into waves of key groups, decided
  * one after another.
  */
+import { RepeatedStrings } from "../core/repeated-strings.js";
 import { decideRecord, type DecisionOptions, type DlqReason } from "./record-decision.js";
 import type { IdentityBatch } from "./identity-applier.js";
 import type { SourceRecord } from "./source-record.js";
@@ -51,13 +52,16 @@ export function routeRecords(records: readonly SourceRecord[], options: Decision
  */
 const DECIDE_WAVE_RECORDS = 256;
 
+/** The keys' strings: a scope's records share one key, and a string per record was young garbage. */
+const keys = new RepeatedStrings(1024);
+
 /**
  * Add records to `into` by Kafka key (its bytes as latin1, "" for none), each
  * key's records in their order; keys in the order their first record comes.
  */
 export function groupByKey(records: readonly SourceRecord[], into = new Map<string, SourceRecord[]>()): Map<string, SourceRecord[]> {
   for (const record of records) {
-    const key = record.key === null ? "" : record.key.toString("latin1");
+    const key = record.key === null ? "" : keys.of(record.key, 0, record.key.length);
     const group = into.get(key);
     if (group === undefined) into.set(key, [record]);
     else group.push(record);
