@@ -17,7 +17,7 @@ import { ensureSetup } from "../src/adapters/redis/functions.js";
 import { RedisIdentityStore } from "../src/adapters/redis/identity-store.js";
 import { resolveSettings } from "../src/config/settings.js";
 import { routeRecords } from "../src/fold/batch-router.js";
-import type { PartOp } from "../src/fold/delta.js";
+import type { PartOps } from "../src/fold/delta.js";
 import { IdentityModel } from "../src/fold/identity-model.js";
 import { identityKeys, partIndex } from "../src/adapters/redis/keys.js";
 import { runUnderMufoldFlags } from "./mufold-flags.js";
@@ -35,7 +35,7 @@ interface Call {
   identity: string;
   version: number;
   watermarks: Map<string, bigint>;
-  ops: PartOp[];
+  ops: PartOps;
 }
 
 // Every apply the engine plans, in order (each identity's calls in version order).
@@ -56,7 +56,11 @@ function v1Args(c: Call): (string | number)[] {
   const args: (string | number)[] = [String(c.version), c.watermarks.size];
   for (const [field, offset] of c.watermarks) args.push(field, offset.toString());
   // v1 has no offset index: its entries are left out.
-  for (const op of c.ops) if (op.part !== "x") args.push(op.op, partIndex(op.part) + 1, op.field, fragmentText(op.value));
+  const { ops } = c;
+  for (let i = 0; i < ops.length; i++) {
+    const part = ops.part(i);
+    if (part !== "x") args.push(ops.op(i), partIndex(part) + 1, ops.fields[i]!, fragmentText(ops.values[i]!));
+  }
   return args;
 }
 

@@ -23,7 +23,7 @@ import { IdentityParts, type PartsChanges } from "../core/identity-parts.js";
 import type { Observation } from "../core/observation.js";
 import { MAX_PROJECTION_OBSERVATIONS } from "../core/projection-limits.js";
 import { decodeStoredState, storedRecord } from "./delivery-record.js";
-import { opsForChanges, type PartOp, type Scalars } from "./delta.js";
+import { PartOps, opsForChanges, type Scalars } from "./delta.js";
 import type { PartsView } from "../core/packet-parts.js";
 import { META_FIELDS, OFFSET_INDEX_PART, WATERMARK_PREFIX, watermarkField } from "./stored-names.js";
 import { IndexRefs, MAX_INDEX_ENTRIES, indexEntry, sealedEntry } from "./offset-index.js";
@@ -58,7 +58,7 @@ export interface PlanOptions {
 }
 
 export interface Plan {
-  ops: PartOp[];
+  ops: PartOps;
   watermarks: Map<string, bigint>;
   applied: number;
   skipped: number;
@@ -235,30 +235,30 @@ export class IdentityModel {
     // Only the first plan of a freshly loaded model can find an unannounced stored change.
     const reannounce = feed && this.unannounced && skipped > 0 && this.storedChange !== null ? decodeNote(this.storedChange, parts, this.storedDigest ?? "") : null;
     this.unannounced = false;
-    if (applied === 0) return { ops: [], watermarks, applied, skipped, conflicting, nextParts: parts, changes: null, change: null, changeText: null, reannounce };
+    if (applied === 0) return { ops: new PartOps(), watermarks, applied, skipped, conflicting, nextParts: parts, changes: null, change: null, changeText: null, reannounce };
     const changes = this.inc.flush();
     const sealing = !wasSealed && this.inc.sealed;
     const ops = opsForChanges(before, parts, changes, sealing);
     if (!this.inc.sealed) {
       for (const id of recorded ?? []) {
         const record = storedRecord(this.inc.state.byId.get(id)!);
-        if (record !== null) ops.push({ op: "HSET", part: "d", field: id, value: record });
+        if (record !== null) ops.push("HSET", "d", id, record);
       }
     }
-    for (const entry of entries) ops.push({ op: "RPUSH", part: OFFSET_INDEX_PART, field: entry, value: "" });
-    if (this.version === 0) ops.push({ op: "HSET", part: "m", field: "ctx", value: canonicalJson({ ...this.context, scope: { ...this.context.scope } }) });
+    for (const entry of entries) ops.push("RPUSH", OFFSET_INDEX_PART, entry);
+    if (this.version === 0) ops.push("HSET", "m", "ctx", canonicalJson({ ...this.context, scope: { ...this.context.scope } }));
     let change: ChangeNote | null = null;
     let note: string | null = null;
     if (feed) {
       const proposals = changedProposals(before.rejected !== null, parts, changes.subjects);
       change = { status: packetStatus(parts), digest: this.inc.digest(), deliveries: applied, proposals };
       note = encodeNote(change);
-      if (change.digest !== this.storedDigest) ops.push({ op: "HSET", part: "m", field: DIGEST_FIELD, value: change.digest });
-      if (note !== this.storedChange) ops.push({ op: "HSET", part: "m", field: CHANGE_FIELD, value: note });
+      if (change.digest !== this.storedDigest) ops.push("HSET", "m", DIGEST_FIELD, change.digest);
+      if (note !== this.storedChange) ops.push("HSET", "m", CHANGE_FIELD, note);
     } else {
       // Feed off: a digest left by an earlier run would go stale, so it goes.
-      if (this.storedDigest !== null) ops.push({ op: "HDEL", part: "m", field: DIGEST_FIELD, value: "" });
-      if (this.storedChange !== null) ops.push({ op: "HDEL", part: "m", field: CHANGE_FIELD, value: "" });
+      if (this.storedDigest !== null) ops.push("HDEL", "m", DIGEST_FIELD);
+      if (this.storedChange !== null) ops.push("HDEL", "m", CHANGE_FIELD);
     }
     for (const [field, offset] of watermarks) this.watermarks.set(field, offset);
     return { ops, watermarks, applied, skipped, conflicting, nextParts: parts, changes, change, changeText: note, reannounce };

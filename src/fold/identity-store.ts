@@ -12,7 +12,7 @@
  * their orders. Pure: no IO.
  */
 import { MufoldError } from "../errors.js";
-import type { PartOp } from "./delta.js";
+import type { PartOp, PartOps } from "./delta.js";
 
 /**
  * What `load` returns: the meta hash, the delivery records (`d`: observation
@@ -102,7 +102,7 @@ export interface IdentityStore {
    * @throws StateLostError a version above 0 was expected but the identity has no version.
    * @throws PositionContradictedError the guard failed; nothing was written.
    */
-  apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: readonly PartOp[], guard?: PositionGuard): Promise<number>;
+  apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: PartOps | readonly PartOp[], guard?: PositionGuard): Promise<number>;
 
   /**
    * List identities in the generation's index (idempotent). Returns those it listed for the first time. Every

@@ -7,7 +7,7 @@ import fc from "fast-check";
 import { Command } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { applyCommandBytes, applyKeysAndArguments, type ApplyCall } from "../../src/adapters/redis/apply-command.js";
-import type { OpCode, PartOp } from "../../src/fold/delta.js";
+import { PartOps, type OpCode, type PartOp } from "../../src/fold/delta.js";
 import { STORED_PARTS } from "../../src/fold/stored-names.js";
 import { fragmentText } from "../../src/core/fragment.js";
 
@@ -47,7 +47,7 @@ describe("the apply's FCALL", () => {
       { op: "DEL", part: "hl", field: "", value: "" },
       { op: "RPUSH", part: "x", field: "e", value: "" },
     ];
-    const call: ApplyCall = { generation: 3, identity: "mur_1", expectedVersion: 7, watermarks: new Map([["w:t:0", 41n]]), ops, guard: null };
+    const call: ApplyCall = { generation: 3, identity: "mur_1", expectedVersion: 7, watermarks: new Map([["w:t:0", 41n]]), ops: PartOps.from(ops), guard: null };
     const bytes = applyCommandBytes(FN, "p", call);
     const keys = ["m", "d", "s", "si", "h", "hi", "hl", "c", "ci", "p", "x"].map((part) => `p:g3:{mur_1}:${part}`);
     // s is the third part, si the fourth, hl the seventh, x the eleventh.
@@ -56,7 +56,7 @@ describe("the apply's FCALL", () => {
   });
 
   it("given a guard, then the control key follows the stored keys and the guard leads the arguments", () => {
-    const call: ApplyCall = { generation: 12, identity: "mur_2", expectedVersion: 0, watermarks: new Map(), ops: [], guard: { partition: "t:4", from: 9_007_199_254_740_993n } };
+    const call: ApplyCall = { generation: 12, identity: "mur_2", expectedVersion: 0, watermarks: new Map(), ops: new PartOps(), guard: { partition: "t:4", from: 9_007_199_254_740_993n } };
     const all = bulks(applyCommandBytes(FN, "p", call));
     expect(all.slice(2, 4)).toEqual(["12", "p:g12:{mur_2}:m"]);
     expect(all.slice(14)).toEqual(["p:control", "12", "t:4", "9007199254740993", "0", "0", ""]);
@@ -79,7 +79,7 @@ describe("the apply's FCALL", () => {
         const ops: PartOp[] = drawn.map((o, i) => ({ ...o, field: `${fragmentText(o.value)}#${i}` }));
         if (withDel) ops.push({ op: "DEL", part: "hl", field: "", value: "" });
         const plan = withDel ? ops.filter((o) => o.op === "DEL" || o.part !== "hl") : ops;
-        const call: ApplyCall = { generation, identity, expectedVersion: version, watermarks: new Map(marks), ops: plan, guard: g };
+        const call: ApplyCall = { generation, identity, expectedVersion: version, watermarks: new Map(marks), ops: PartOps.from(plan), guard: g };
         expect(applyCommandBytes(FN, prefix, call).equals(listed(prefix, call))).toBe(true);
       }),
       { numRuns: 300 },
@@ -87,7 +87,7 @@ describe("the apply's FCALL", () => {
     // Runs of one part past MAX_RUN are cut into several, interleaved with the other runs as they first appear.
     const many: PartOp[] = [];
     for (let i = 0; i < 2_500; i++) many.push({ op: "HSET", part: "h", field: `f${i}`, value: "v" }, { op: "ZADD", part: "hi", field: `m${i}`, value: "" });
-    const call: ApplyCall = { generation: 1, identity: "mur_3", expectedVersion: 2, watermarks: new Map([["w:t:1", 5n]]), ops: many, guard: null };
+    const call: ApplyCall = { generation: 1, identity: "mur_3", expectedVersion: 2, watermarks: new Map([["w:t:1", 5n]]), ops: PartOps.from(many), guard: null };
     const bytes = applyCommandBytes(FN, "p", call);
     expect(bulks(bytes)[18]).toBe("H5*1000 Z6*1000 H5*1000 Z6*1000 H5*500 Z6*500");
     expect(bytes.equals(listed("p", call))).toBe(true);

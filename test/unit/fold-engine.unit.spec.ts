@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { inBatchOrder, keyWaves, routeRecords } from "../../src/fold/batch-router.js";
 import { IdentityApplier, type ApplyStats, type IdentityBatch } from "../../src/fold/identity-applier.js";
 import { CHANGE_FIELD, DIGEST_FIELD, IdentityModel, MODEL_HEAP_BYTES } from "../../src/fold/identity-model.js";
-import type { PartOp } from "../../src/fold/delta.js";
+import type { PartOps } from "../../src/fold/delta.js";
 import { simulate, type SimulatedDelivery } from "../../producers/simulation.js";
 import { MemoryIdentityStore } from "../../src/adapters/memory/identity-store.js";
 import { canonicalJson, type Observation } from "../../src/core/index.js";
@@ -204,7 +204,7 @@ describe("given a cached model with the change feed on", () => {
     const written: string[][] = [];
     for (let i = 0; i < all.length; i++) {
       const plan = model.plan(delivered(all, i, i)[0]!.deliveries, { feed: true });
-      written.push(plan.ops.filter((o) => o.part === "m" && o.field === CHANGE_FIELD).map((o) => fragmentText(o.value)));
+      written.push(plan.ops.toArray().filter((o) => o.part === "m" && o.field === CHANGE_FIELD).map((o) => fragmentText(o.value)));
       model.committed(plan, i + 1);
     }
     expect(written.slice(0, 5)).toEqual([['{"n":1,"p":[]}'], [], [], [], []]);
@@ -801,7 +801,7 @@ describe("given a cached identity whose last apply has landed", () => {
     const [next] = delivered(all, 59, 59);
     const last = next!.deliveries[0]!.observation;
     const again = model.plan(next!.deliveries, { feed: true });
-    const hset = (part: string) => again.ops.filter((o) => o.op === "HSET" && o.part === part).map((o) => o.field);
+    const hset = (part: string) => again.ops.toArray().filter((o) => o.op === "HSET" && o.part === part).map((o) => o.field);
     // The subject it joined is the one whose item count grew (computed here from the items, not from the ops).
     const grown = [...model.parts.subjects].filter(([id, s]) => s.items.length !== subjectsBefore.get(id)).map(([id]) => id);
     expect(grown).toHaveLength(1);
@@ -816,7 +816,7 @@ describe("given a cached identity whose last apply has landed", () => {
 
 describe("given two models of one identity, one that lets go of its fragments at every commit and one that never commits", () => {
   /** A plan's ops but the meta fields only a commit (or a first version) decides: the digest, the change note, the context. */
-  const partOps = (ops: readonly PartOp[]) => ops.filter((o) => !(o.part === "m" && [DIGEST_FIELD, CHANGE_FIELD, "ctx"].includes(o.field)));
+  const partOps = (ops: PartOps) => ops.toArray().filter((o) => !(o.part === "m" && [DIGEST_FIELD, CHANGE_FIELD, "ctx"].includes(o.field)));
 
   for (const seed of [3, 17, 29, 41]) {
     it(`when the same batches (retries, changed payloads, earlier duplicates; seed ${seed}) reach both, and one reloads from the store midway, then every plan writes the same parts`, async () => {

@@ -20,7 +20,7 @@ import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_REJECTIONS } from "../../core/pr
 import { SKELETON_SEPARATOR } from "../../core/packet-parts.js";
 import { expandTokens } from "../../core/compact-json.js";
 import { fragmentText } from "../../core/fragment.js";
-import { opRuns, type PartOp } from "../../fold/delta.js";
+import { PartOps, opRuns, type PartOp } from "../../fold/delta.js";
 import { PositionContradictedError, StaleVersionError, StateLostError, type IdentityStore, type PositionGuard, type StoredIdentity } from "../../fold/identity-store.js";
 import { META_FIELDS, type StoredPart } from "../../fold/stored-names.js";
 import type { MemoryControlStore } from "./control-store.js";
@@ -171,8 +171,8 @@ export class MemoryIdentityStore implements IdentityStore {
     return { meta: Object.fromEntries(hashOf(keys, "m") ?? []), records: new Map(hashOf(keys, "d")), history: new Map(hashOf(keys, "h")) };
   }
 
-  async apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: readonly PartOp[], guard?: PositionGuard): Promise<number> {
-    const runs = opRuns(ops); // ops that do not commute are refused before anything is written, as by the Redis store
+  async apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: PartOps | readonly PartOp[], guard?: PositionGuard): Promise<number> {
+    const runs = opRuns(PartOps.from(ops)); // ops that do not commute are refused before anything is written, as by the Redis store
     if (guard !== undefined) {
       // mufold_apply_v3's guard, before the version check as there
       const refused = this.control === undefined ? "not_live" : this.control.guardRefusal(generation, guard.partition, guard.from);

@@ -12,7 +12,7 @@
  * field and a value per HSET, a field or member per HDEL, ZADD, ZREM and RPUSH, none per DEL).
  */
 import type { Fragment } from "../../core/fragment.js";
-import { planRuns, runOp, type OpCode, type PartOp, type RunPlan } from "../../fold/delta.js";
+import { planRuns, runOp, type OpCode, type PartOps, type RunPlan } from "../../fold/delta.js";
 import type { PositionGuard } from "../../fold/identity-store.js";
 import { STORED_PARTS } from "../../fold/stored-names.js";
 import { digitsOf, startCommand, type AsciiPiece } from "./encoded-command.js";
@@ -27,7 +27,7 @@ export interface ApplyCall {
   identity: string;
   expectedVersion: number;
   watermarks: ReadonlyMap<string, bigint>;
-  ops: readonly PartOp[];
+  ops: PartOps;
   guard: PositionGuard | null;
 }
 
@@ -86,15 +86,16 @@ function namesOf(prefix: string, generation: number): { head: string; control: s
 }
 
 /** Each run's operands, in the program's order. */
-function forEachOperand(plan: Readonly<RunPlan>, ops: readonly PartOp[], put: (operand: Fragment) => void): void {
+function forEachOperand(plan: Readonly<RunPlan>, ops: PartOps, put: (operand: Fragment) => void): void {
+  const { fields, values } = ops;
   for (let r = 0; r < plan.runs; r++) {
     const op = runOp(plan, r);
     if (op === "DEL") continue;
     const from = plan.offset[r]!;
     for (let j = 0; j < plan.size[r]!; j++) {
-      const o = ops[plan.order[from + j]!]!;
-      put(o.field);
-      if (op === "HSET") put(o.value);
+      const i = plan.order[from + j]!;
+      put(fields[i]!);
+      if (op === "HSET") put(values[i]!);
     }
   }
 }

@@ -10,7 +10,7 @@
  * each routed by its own key.
  */
 import type { Redis, Cluster } from "ioredis";
-import type { PartOp } from "../../fold/delta.js";
+import { PartOps, type PartOp } from "../../fold/delta.js";
 import { applyCommandBytes, applyKeysAndArguments, type ApplyCall } from "./apply-command.js";
 import type { IdentityStore, PositionGuard, StoredIdentity } from "../../fold/identity-store.js";
 import { INDEX_KEY_PATTERN, changesKey, generationOfIndexKey, identityKeys, indexKey, partIndex, storedKeys } from "./keys.js";
@@ -77,9 +77,9 @@ export class RedisIdentityStore implements IdentityStore {
    * past the guard's offset, checked in the same call, on one node; a cluster keeps the control hash in
    * another slot, so there the guard is the fold's check before the batch and the seal after it.
    */
-  async apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: readonly PartOp[], guard?: PositionGuard): Promise<number> {
+  async apply(generation: number, identity: string, expectedVersion: number, watermarks: ReadonlyMap<string, bigint>, ops: PartOps | readonly PartOp[], guard?: PositionGuard): Promise<number> {
     const guarded = guard !== undefined && !isCluster(this.redis);
-    const call: ApplyCall = { generation, identity, expectedVersion, watermarks, ops, guard: guarded ? guard : null };
+    const call: ApplyCall = { generation, identity, expectedVersion, watermarks, ops: PartOps.from(ops), guard: guarded ? guard : null };
     let reply: Promise<unknown>;
     if (this.functions.encoded) {
       const bytes = applyCommandBytes(INDEXED_APPLY_FUNCTION, this.prefix, call);
