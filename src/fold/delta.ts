@@ -19,9 +19,14 @@ export interface Scalars {
   accepted: number;
 }
 
-/** The writes of one flush: the changed scalars, and each changed subject, history entry and conflict. */
-export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChanges, sealing: boolean): PartOps {
-  const ops = new PartOps();
+/**
+ * The writes of one flush: the changed scalars, and each changed subject, history entry and conflict. `more`: the
+ * ops the caller will add (room is made for them too).
+ */
+export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChanges, sealing: boolean, more = 0): PartOps {
+  // Room for the usual: the scalars, three ops a subject (ZADD, HSET, a proposal's), two a history entry and two
+  // a conflict. An unusual flush (a subject removed, the history bound crossed) grows the columns.
+  const ops = new PartOps(4 + 3 * changes.subjects.length + 2 * changes.history.length + 2 * changes.conflicts.length + more);
   if (next.rejected !== prev.rejected) {
     if (next.rejected === null) ops.push("HDEL", "m", META_FIELDS.rejected);
     else ops.push("HSET", "m", META_FIELDS.rejected, next.rejected);

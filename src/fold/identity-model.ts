@@ -238,7 +238,7 @@ export class IdentityModel {
     if (applied === 0) return { ops: new PartOps(), watermarks, applied, skipped, conflicting, nextParts: parts, changes: null, change: null, changeText: null, reannounce };
     const changes = this.inc.flush();
     const sealing = !wasSealed && this.inc.sealed;
-    const ops = opsForChanges(before, parts, changes, sealing);
+    const ops = opsForChanges(before, parts, changes, sealing, entries.length + (recorded?.size ?? 0) + 3);
     if (!this.inc.sealed) {
       for (const id of recorded ?? []) {
         const record = storedRecord(this.inc.state.byId.get(id)!);

@@ -31,26 +31,52 @@ export const opOfSlot = (slot: number): OpCode => OP_CODES[Math.floor(slot / STO
 export const partOfSlot = (slot: number): StoredPart => STORED_PARTS[slot % STORED_PARTS.length]!;
 
 export class PartOps implements Iterable<PartOp> {
-  private slots = new Uint8Array(16);
-  readonly fields: string[] = [];
-  readonly values: Fragment[] = [];
+  private slots: Uint8Array;
+  /** Each op's field, then room for more (read below `length` only). */
+  fields: string[];
+  /** Each op's value, as `fields`. */
+  values: Fragment[];
+  private count = 0;
+
+  /**
+   * `capacity`: the ops expected (planned from the changes): the columns are made that long, so an apply's ops
+   * are not copied into longer lists as they come (growing by push was most of what they cost).
+   */
+  constructor(capacity = 16) {
+    const n = Math.max(1, capacity);
+    this.slots = new Uint8Array(n);
+    this.fields = new Array<string>(n);
+    this.values = new Array<Fragment>(n);
+  }
 
   get length(): number {
-    return this.fields.length;
+    return this.count;
   }
 
   /** Append one op. */
   push(op: OpCode, part: StoredPart, field: string, value: Fragment = ""): this {
-    const i = this.fields.length;
-    if (i === this.slots.length) {
-      const more = new Uint8Array(2 * i);
-      more.set(this.slots);
-      this.slots = more;
-    }
+    const i = this.count;
+    if (i === this.slots.length) this.grow();
     this.slots[i] = slotOf(op, part);
-    this.fields.push(field);
-    this.values.push(value);
+    this.fields[i] = field;
+    this.values[i] = value;
+    this.count = i + 1;
     return this;
+  }
+
+  private grow(): void {
+    const n = this.slots.length;
+    const slots = new Uint8Array(2 * n);
+    slots.set(this.slots);
+    this.slots = slots;
+    const fields = new Array<string>(2 * n);
+    const values = new Array<Fragment>(2 * n);
+    for (let i = 0; i < n; i++) {
+      fields[i] = this.fields[i]!;
+      values[i] = this.values[i]!;
+    }
+    this.fields = fields;
+    this.values = values;
   }
 
   slot(i: number): number {
@@ -82,7 +108,7 @@ export class PartOps implements Iterable<PartOp> {
   /** `ops` as columns (the same object when it is columns already). */
   static from(ops: PartOps | readonly PartOp[]): PartOps {
     if (ops instanceof PartOps) return ops;
-    const out = new PartOps();
+    const out = new PartOps(ops.length);
     for (const o of ops) {
       if (!OP_CODES.includes(o.op)) throw new Error(`unknown op ${String(o.op)}`);
       if (!STORED_PARTS.includes(o.part)) throw new Error(`unknown part ${String(o.part)}`);
