@@ -24,8 +24,31 @@ export interface IdentityBatch {
 
 /** A review proposal added or changed (its exact JSON from the packet), or withdrawn (null). */
 export interface ProposalChange {
-  subjectId: string;
-  proposal: string | null;
+  readonly subjectId: string;
+  /** The proposal as the packet holds it (canonical JSON), or null when withdrawn. */
+  readonly proposal: string | null;
+}
+
+/**
+ * A proposal change whose canonical JSON is made when first read: only a fold with a proposals topic reads it, and
+ * expanding every changed proposal's stored form was ~130 bytes of young garbage a record.
+ */
+class StoredProposalChange implements ProposalChange {
+  private canonical: string | null | undefined;
+
+  constructor(
+    readonly subjectId: string,
+    private readonly stored: string | null,
+  ) {}
+
+  get proposal(): string | null {
+    if (this.canonical === undefined) this.canonical = this.stored === null ? null : expandTokens(this.stored);
+    return this.canonical;
+  }
+
+  toJSON(): { subjectId: string; proposal: string | null } {
+    return { subjectId: this.subjectId, proposal: this.proposal };
+  }
 }
 
 /** One applied change, as the change feed announces it. */
@@ -80,10 +103,7 @@ export interface ApplyStats {
 function feedChange(identity: string, version: number, note: ChangeNote, parts: PartsView, repeated: boolean): FeedChange {
   // The proposal as the packet holds it: canonical JSON (the parts hold the stored form, see compact-json.ts).
   const withdrawn = parts.rejected !== null;
-  const proposals = note.proposals.map((subjectId) => {
-    const stored = withdrawn ? null : (parts.subjects.get(subjectId)?.proposal ?? null);
-    return { subjectId, proposal: stored === null ? null : expandTokens(stored) };
-  });
+  const proposals = note.proposals.map((subjectId) => new StoredProposalChange(subjectId, withdrawn ? null : (parts.subjects.get(subjectId)?.proposal ?? null)));
   return { identity, version, status: note.status, digest: note.digest, deliveries: note.deliveries, proposals, repeated };
 }
 
