@@ -81,6 +81,33 @@ export class AsciiDigest {
     return this.digest("binary");
   }
 
+  /**
+   * `prefix` and the digest in lowercase hex, as one flat string: an id. Concatenated, an id was a tree of the
+   * two that every write of it into a buffer flattened into a third string.
+   */
+  prefixedHex(prefix: string): string {
+    const raw = this.digest("binary");
+    const out = ID_TEXT.length < prefix.length + 64 ? (ID_TEXT = Buffer.allocUnsafe(prefix.length + 64)) : ID_TEXT;
+    let at = 0;
+    for (let i = 0; i < prefix.length; i++) out[at++] = prefix.charCodeAt(i);
+    for (let i = 0; i < 32; i++) {
+      const b = raw.charCodeAt(i);
+      out[at++] = HEX_DIGITS[b >> 4]!;
+      out[at++] = HEX_DIGITS[b & 15]!;
+    }
+    return latin1Of(out, at);
+  }
+
+  /** Whether the digest in lowercase hex is the ASCII at `bytes[at..at + 64)` (no string of the hex is made). */
+  hexIsAt(bytes: Uint8Array, at: number): boolean {
+    const raw = this.digest("binary");
+    for (let i = 0; i < 32; i++) {
+      const b = raw.charCodeAt(i);
+      if (bytes[at + 2 * i] !== HEX_DIGITS[b >> 4] || bytes[at + 2 * i + 1] !== HEX_DIGITS[b & 15]) return false;
+    }
+    return true;
+  }
+
   private digest(encoding: "hex" | "binary"): string {
     const bytes = this.view(this.used);
     return oneShotBytes ? oneShotBytes("sha256", bytes, encoding) : crypto.createHash("sha256").update(bytes).digest(encoding);
@@ -96,6 +123,15 @@ export class AsciiDigest {
     this.buf = bigger;
     this.views = [];
   }
+}
+
+const HEX_DIGITS = Uint8Array.from("0123456789abcdef", (c) => c.charCodeAt(0));
+let ID_TEXT = Buffer.allocUnsafe(128);
+
+/** The first n bytes of `b` as latin1 text. */
+function latin1Of(b: Buffer, n: number): string {
+  const r = b as Buffer & { latin1Slice?: (from: number, to: number) => string };
+  return r.latin1Slice !== undefined ? r.latin1Slice(0, n) : b.toString("latin1", 0, n);
 }
 
 /** Buffer's encoding-specific writers (what `write(s, at, encoding)` calls after parsing its arguments). */

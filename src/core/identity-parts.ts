@@ -22,8 +22,8 @@ import { compareBytes } from "./byte-order.js";
 import { AsciiDigest } from "./digest.js";
 import { canonicalJson } from "./canonical-json.js";
 import { compactJson } from "./compact-json.js";
-import { conflictEntry, compareGroupKeys, subjectGroupKey, subjectGroupOf, type SubjectGroup } from "./identity-analysis.js";
-import type { ReducerContext } from "./identity.js";
+import { conflictEntry, compareGroupKeys, subjectGroupKey, type SubjectGroup } from "./identity-analysis.js";
+import { subjectIdOf, type ReducerContext } from "./identity.js";
 import { flat } from "./flat-string.js";
 import { deliveriesOf, versionOf, type FingerprintState, type IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
@@ -287,11 +287,13 @@ export class IdentityParts {
       // Spelled out, not spread: a spread here cost ~2 µs a group (a profile of the fold). The lists start as
       // literals of one: an element inserted or pushed into an empty array gets room for 17 (~130 bytes each
       // unused), and most subjects keep one or two observations.
-      const g = subjectGroupOf(full);
-      h = historyPart(full, g.subjectId, fingerprint);
-      const digests = pooledList(g.digests); // `full`'s list may hold views into its record
-      const key = g.level === "none" ? g.key : digests;
-      group = { level: g.level, key, subjectId: g.subjectId, digests, items: [obs], mapKey, chrono: [h], chronoObs: [obs], factors: null, member: null };
+      // subjectGroupOf's group, made here without its own object and list first.
+      const subjectId = subjectIdOf(full);
+      const level = full.attribution_level;
+      h = historyPart(full, subjectId, fingerprint);
+      const digests = pooledList(full.memory_ref_digests); // `full`'s list may hold views into its record
+      const key = level === "none" ? [subjectId] : digests;
+      group = { level, key, subjectId, digests, items: [obs], mapKey, chrono: [h], chronoObs: [obs], factors: null, member: null };
       this.groups.set(mapKey, group);
       this.levels[group.level]++;
     } else {

@@ -108,5 +108,5 @@ export function subjectIdOf(obs: Pick<Observation, "attribution_level" | "memory
   else putQuoted(h.put('{"attribution_level":'), level).put(',"memory_ref_digests":[');
   const digests = obs.memory_ref_digests;
   for (let i = 0; i < digests.length; i++) putQuoted(i > 0 ? h.char(0x2c) : h, digests[i]!);
-  return (level === "none" ? "mul_" : level === "item" ? "mui_" : "mus_") + h.put("]}").hex();
+  return h.put("]}").prefixedHex(level === "none" ? "mul_" : level === "item" ? "mui_" : "mus_");
 }

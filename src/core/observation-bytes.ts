@@ -349,24 +349,23 @@ function readCanonicalAt(bytes: Buffer, start: number): ReadObservation | null {
   const createdAt = k.text(createdFrom, createdTo);
   if (!validTimestamp(createdAt) || !crossFieldRulesHold(label, level, basis, evidenceRefs)) return null;
   const objectFrom = start;
-  const idHex = digest.start().char(LBRACE).bytes(bytes, objectFrom + 1, aEnd).char(COMMA).bytes(bytes, xFrom, bEnd).char(COMMA)
-    .bytes(bytes, cFrom, cEnd).char(COMMA).bytes(bytes, dFrom, dEnd).char(COMMA).bytes(bytes, eFrom, eEnd).char(RBRACE).hex();
-  if (!isId(bytes, idFrom, idHex)) return null;
+  digest.start().char(LBRACE).bytes(bytes, objectFrom + 1, aEnd).char(COMMA).bytes(bytes, xFrom, bEnd).char(COMMA)
+    .bytes(bytes, cFrom, cEnd).char(COMMA).bytes(bytes, dFrom, dEnd).char(COMMA).bytes(bytes, eFrom, eEnd).char(RBRACE);
+  if (!isId(bytes, idFrom)) return null;
   const obs = makeObservation(
     k.text(idFrom, idTo), { agent_id: agent, project_id: project, corpus_id: corpus, surface_id: surface }, receipt, digests, retrieval, policy, outcome,
     label, level, basis, confidence, reasonCodes, evidenceRefs, evaluatorRef, evaluationVersion, createdAt,
   );
   // The fingerprint's text is the object without its created_at field: `{A,"confidence":L,` and `X}`.
-  const fingerprint = "muof_" + digest.start().bytes(bytes, objectFrom, lexemeTo + 1).bytes(bytes, xFrom, xEnd).char(RBRACE).hex();
+  const fingerprint = digest.start().bytes(bytes, objectFrom, lexemeTo + 1).bytes(bytes, xFrom, xEnd).char(RBRACE).prefixedHex("muof_");
   return new ReadObservation(obs, fingerprint, true);
 }
 
-/** The id's 68 bytes are `muo_` and the hex digest of its content. */
-function isId(bytes: Buffer, from: number, hex: string): boolean {
+/** The id's 68 bytes are `muo_` and the hex of the digest just taken (of its content). */
+function isId(bytes: Buffer, from: number): boolean {
   const muo = MUO.bytes;
   for (let i = 0; i < muo.length; i++) if (bytes[from + i] !== muo[i]) return false;
-  for (let i = 0; i < hex.length; i++) if (bytes[from + muo.length + i] !== hex.charCodeAt(i)) return false;
-  return true;
+  return digest.hexIsAt(bytes, from + muo.length);
 }
 
 /**
