@@ -17,10 +17,12 @@ import type { SourceRecord } from "../../fold/source-record.js";
 import { undecodableReason } from "./codecs.js";
 import { CommitCoalescer } from "./commit-coalescer.js";
 import { isBrokerUnreachable } from "./errors.js";
+import { installBatchDecoder } from "./batch-decoder.js";
 import { installRecordDecoder } from "./record-decoder.js";
 
 // Before any consumer fetches: kafkajs's batch decoder takes its record decoder when first loaded.
-installRecordDecoder();
+installRecordDecoder(); // first: the batch decoder's install loads kafkajs's, which takes the record decoder
+installBatchDecoder();
 
 /**
  * How long a consumer that kafkajs gave up on waits before it is started again

@@ -46,17 +46,20 @@ class Reader {
   constructor(
     public buf: Buffer,
     public pos: number,
+    /** Where the record ends: its buffer's end, or its length's in a batch read in place (batch-decoder.ts). */
+    public end = buf.length,
   ) {}
 
-  /** This reader, at `pos` of `buf` (one per record was ~40 bytes of garbage). */
-  at(buf: Buffer, pos: number): this {
+  /** This reader, at `pos` of `buf` up to `end` (one per record was ~40 bytes of garbage). */
+  at(buf: Buffer, pos: number, end: number): this {
     this.buf = buf;
     this.pos = pos;
+    this.end = end;
     return this;
   }
 
   byte(): number {
-    if (this.pos >= this.buf.length) throw FALL_BACK;
+    if (this.pos >= this.end) throw FALL_BACK;
     return this.buf[this.pos++]!;
   }
 
@@ -93,7 +96,7 @@ class Reader {
   bytes(): Buffer | null {
     const length = this.varInt();
     if (length === -1) return null;
-    if (length < 0 || this.pos + length > this.buf.length) throw FALL_BACK;
+    if (length < 0 || this.pos + length > this.end) throw FALL_BACK;
     const out = this.buf.slice(this.pos, this.pos + length);
     this.pos += length;
     return out;
@@ -103,7 +106,7 @@ class Reader {
   skipBytes(): void {
     const length = this.varInt();
     if (length === -1) return;
-    if (length < 0 || this.pos + length > this.buf.length) throw FALL_BACK;
+    if (length < 0 || this.pos + length > this.end) throw FALL_BACK;
     this.pos += length;
   }
 
@@ -111,7 +114,7 @@ class Reader {
   string(): string | null {
     const length = this.varInt();
     if (length === -1) return null;
-    if (length < 0 || this.pos + length > this.buf.length) throw FALL_BACK;
+    if (length < 0 || this.pos + length > this.end) throw FALL_BACK;
     const out = this.buf.toString("utf8", this.pos, this.pos + length);
     this.pos += length;
     return out;
@@ -205,28 +208,40 @@ export function recordsDecodedFast(): number {
   return decodedFast;
 }
 
+/**
+ * The record at [start, end) of `buffer` as kafkajs's decoder makes it, and where it stopped reading
+ * (`recordEnd`); FALL_BACK (or a RangeError) when kafkajs's decoder must make it.
+ */
+function readRecord(buffer: Buffer, start: number, end: number, batchContext: RecordContext): unknown {
+  const { magicByte, isControlBatch = false, timestampType, maxTimestamp } = batchContext;
+  if (batchContext !== lastContext) {
+    lastContext = batchContext;
+    offsetBase = baseOf(batchContext.firstOffset);
+    timestampBase = baseOf(batchContext.firstTimestamp);
+  }
+  const r = reader.at(buffer, start, end);
+  const attributes = (r.byte() << 24) >> 24; // Decoder.readInt8
+  const timestampDelta = r.varLong();
+  const timestamp = timestampType === LOG_APPEND_TIME && maxTimestamp ? maxTimestamp : timestampPlus(timestampBase, timestampDelta);
+  const offset = plus(offsetBase, r.varInt());
+  const key = r.bytes();
+  const value = r.bytes();
+  const headers = headersOf(r);
+  recordEnd = r.pos;
+  decodedFast++;
+  return { magicByte, attributes, timestamp, offset, key, value, headers, isControlRecord: isControlBatch, batchContext };
+}
+
+let recordEnd = 0;
+
 /** A record decoder that makes kafkajs's records with fewer objects, and uses `original` for the rest. */
 export function fastRecordDecoder(original: RecordDecoder): RecordDecoder {
   return (decoder, batchContext = {} as RecordContext) => {
     const start = decoder.offset;
     try {
-      const { magicByte, isControlBatch = false, timestampType, maxTimestamp } = batchContext;
-      if (batchContext !== lastContext) {
-        lastContext = batchContext;
-        offsetBase = baseOf(batchContext.firstOffset);
-        timestampBase = baseOf(batchContext.firstTimestamp);
-      }
-      const r = reader.at(decoder.buffer, start);
-      const attributes = decoder.buffer.readInt8(r.pos++);
-      const timestampDelta = r.varLong();
-      const timestamp = timestampType === LOG_APPEND_TIME && maxTimestamp ? maxTimestamp : timestampPlus(timestampBase, timestampDelta);
-      const offset = plus(offsetBase, r.varInt());
-      const key = r.bytes();
-      const value = r.bytes();
-      const headers = headersOf(r);
-      decoder.offset = r.pos;
-      decodedFast++;
-      return { magicByte, attributes, timestamp, offset, key, value, headers, isControlRecord: isControlBatch, batchContext };
+      const record = readRecord(decoder.buffer, start, decoder.buffer.length, batchContext);
+      decoder.offset = recordEnd;
+      return record;
     } catch (error) {
       if (error !== FALL_BACK && !(error instanceof RangeError)) throw error;
       decoder.offset = start;
@@ -235,6 +250,21 @@ export function fastRecordDecoder(original: RecordDecoder): RecordDecoder {
       reader.buf = NO_RECORD; // keep no fetch alive past its records
     }
   };
+}
+
+/**
+ * The record whose bytes are [start, end) of a batch's `buffer`, read in place (batch-decoder.ts), or null when
+ * kafkajs's decoder must make it from those bytes.
+ */
+export function recordInPlace(buffer: Buffer, start: number, end: number, batchContext: RecordContext = {} as RecordContext): unknown {
+  try {
+    return readRecord(buffer, start, end, batchContext);
+  } catch (error) {
+    if (error !== FALL_BACK && !(error instanceof RangeError)) throw error;
+    return null;
+  } finally {
+    reader.buf = NO_RECORD;
+  }
 }
 
 const swap = moduleSwap<RecordDecoder>({
