@@ -1,6 +1,6 @@
 /** Reducer identity (`mur_`), subject ids (`mui_`/`mus_`/`mul_`) and the strict reducer context. */
 import { needsEscape, quote } from "./canonical-json.js";
-import { AsciiDigest, canonicalDigest } from "./digest.js";
+import { AsciiDigest } from "./digest.js";
 import type { Scope } from "./fields.js";
 import type { AttributionLevel, Observation } from "./observation.js";
 import { strictRef, strictScope } from "./strict-fields.js";
@@ -66,16 +66,36 @@ export function reducerIdentity(context: ReducerContext): string {
   return id;
 }
 
+/**
+ * canonicalDigest({schema_version, scope, retrieval_snapshot_ref, policy_snapshot_ref, reducer_version}, "mur_"),
+ * its keys written in canonical order into the hash's buffer: the generic writer made ~2 KB of garbage a new
+ * identity (test/unit/identity-json.unit.spec.ts holds the two equal).
+ */
 function computeReducerIdentity(context: ReducerContext): string {
-  return canonicalDigest(
-    {
-      schema_version: PROJECTION_SCHEMA_VERSION,
-      scope: { ...context.scope },
-      retrieval_snapshot_ref: context.retrieval_snapshot_ref,
-      policy_snapshot_ref: context.policy_snapshot_ref,
-      reducer_version: context.reducer_version,
-    },
-    "mur_",
+  const h = identityDigest.start().put('{"policy_snapshot_ref":');
+  putQuoted(h, context.policy_snapshot_ref).put(',"reducer_version":');
+  putQuoted(h, context.reducer_version).put(',"retrieval_snapshot_ref":');
+  putQuoted(h, context.retrieval_snapshot_ref).put(',"schema_version":');
+  putQuoted(h, PROJECTION_SCHEMA_VERSION).put(',"scope":');
+  putScope(h, context.scope);
+  return h.put("}").prefixedHex("mur_");
+}
+
+const identityDigest = new AsciiDigest();
+
+function putScope(h: AsciiDigest, s: Scope): AsciiDigest {
+  putQuoted(h.put('{"agent_id":'), s.agent_id).put(',"corpus_id":');
+  putQuoted(h, s.corpus_id).put(',"project_id":');
+  putQuoted(h, s.project_id).put(',"surface_id":');
+  return putQuoted(h, s.surface_id).put("}");
+}
+
+/** canonicalJson of a context (its four fields and its scope's four), written by its keys in canonical order. */
+export function contextJson(c: ReducerContext): string {
+  const s = c.scope;
+  return (
+    `{"policy_snapshot_ref":${quote(c.policy_snapshot_ref)},"reducer_version":${quote(c.reducer_version)},"retrieval_snapshot_ref":${quote(c.retrieval_snapshot_ref)}` +
+    `,"scope":{"agent_id":${quote(s.agent_id)},"corpus_id":${quote(s.corpus_id)},"project_id":${quote(s.project_id)},"surface_id":${quote(s.surface_id)}}}`
   );
 }
 

@@ -16,7 +16,7 @@
  */
 import { canonicalJson } from "../core/canonical-json.js";
 import { compactKey } from "../core/compact-json.js";
-import type { ReducerContext } from "../core/identity.js";
+import { contextJson, type ReducerContext } from "../core/identity.js";
 import { versionOf, type IdentityState } from "../core/identity-state.js";
 import { compareOrder } from "../core/ordering.js";
 import { IdentityParts, type PartsChanges } from "../core/identity-parts.js";
@@ -246,7 +246,7 @@ export class IdentityModel {
       }
     }
     for (const entry of entries) ops.push("RPUSH", OFFSET_INDEX_PART, entry);
-    if (this.version === 0) ops.push("HSET", "m", "ctx", canonicalJson({ ...this.context, scope: { ...this.context.scope } }));
+    if (this.version === 0) ops.push("HSET", "m", "ctx", contextJson(this.context));
     let change: ChangeNote | null = null;
     let note: string | null = null;
     if (feed) {
