@@ -1,6 +1,7 @@
 /** sha256 over UTF-8 text; hashing is computation, not IO, so the core may use node:crypto. */
 import * as crypto from "node:crypto";
 import { canonicalJson } from "./canonical-json.js";
+import { latin1 } from "./repeated-strings.js";
 import type { PyValue } from "./pyvalue.js";
 
 // crypto.hash (Node >= 20.12) skips the Hash object per call: the reducer hashes twice per delivery.
@@ -95,7 +96,7 @@ export class AsciiDigest {
       out[at++] = HEX_DIGITS[b >> 4]!;
       out[at++] = HEX_DIGITS[b & 15]!;
     }
-    return latin1Of(out, at);
+    return latin1(out, 0, at);
   }
 
   /** Whether the digest in lowercase hex is the ASCII at `bytes[at..at + 64)` (no string of the hex is made). */
@@ -125,14 +126,9 @@ export class AsciiDigest {
   }
 }
 
-const HEX_DIGITS = Uint8Array.from("0123456789abcdef", (c) => c.charCodeAt(0));
+/** Lowercase hex digits, by value (ASCII codes). */
+export const HEX_DIGITS = Uint8Array.from("0123456789abcdef", (c) => c.charCodeAt(0));
 let ID_TEXT = Buffer.allocUnsafe(128);
-
-/** The first n bytes of `b` as latin1 text. */
-function latin1Of(b: Buffer, n: number): string {
-  const r = b as Buffer & { latin1Slice?: (from: number, to: number) => string };
-  return r.latin1Slice !== undefined ? r.latin1Slice(0, n) : b.toString("latin1", 0, n);
-}
 
 /** Buffer's encoding-specific writers (what `write(s, at, encoding)` calls after parsing its arguments). */
 type LatinWritable = Buffer & { latin1Write?: (s: string, offset: number) => number };

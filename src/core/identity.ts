@@ -1,6 +1,7 @@
 /** Reducer identity (`mur_`), subject ids (`mui_`/`mus_`/`mul_`) and the strict reducer context. */
 import { needsEscape, quote } from "./canonical-json.js";
 import { AsciiDigest } from "./digest.js";
+import { scopeJson } from "./observation-json.js";
 import type { Scope } from "./fields.js";
 import type { AttributionLevel, Observation } from "./observation.js";
 import { strictRef, strictScope } from "./strict-fields.js";
@@ -92,10 +93,9 @@ function putScope(h: AsciiDigest, s: Scope): AsciiDigest {
 
 /** canonicalJson of a context (its four fields and its scope's four), written by its keys in canonical order. */
 export function contextJson(c: ReducerContext): string {
-  const s = c.scope;
   return (
-    `{"policy_snapshot_ref":${quote(c.policy_snapshot_ref)},"reducer_version":${quote(c.reducer_version)},"retrieval_snapshot_ref":${quote(c.retrieval_snapshot_ref)}` +
-    `,"scope":{"agent_id":${quote(s.agent_id)},"corpus_id":${quote(s.corpus_id)},"project_id":${quote(s.project_id)},"surface_id":${quote(s.surface_id)}}}`
+    `{"policy_snapshot_ref":${quote(c.policy_snapshot_ref)},"reducer_version":${quote(c.reducer_version)}` +
+    `,"retrieval_snapshot_ref":${quote(c.retrieval_snapshot_ref)},"scope":${scopeJson(c.scope)}}`
   );
 }
 

@@ -16,7 +16,7 @@
 import { floatJson } from "./canonical-json.js";
 import { AsciiDigest } from "./digest.js";
 import { lexNumber } from "./json-number.js";
-import { RepeatedStrings, hashOf, holds } from "./repeated-strings.js";
+import { RepeatedStrings, hashOf, holds, latin1 } from "./repeated-strings.js";
 import type { AttributionLevel, EvidenceBasis, UtilityLabel } from "./observation.js";
 import {
   CLASS,
@@ -86,8 +86,6 @@ const digest = new AsciiDigest();
 /** A list's items as [from, to) pairs, before they become strings (lists are at most 16 long). */
 const RANGES = new Int32Array(2 * Math.max(MAX_EVIDENCE_REFS, MAX_REASON_CODES, MAX_MEMORY_DIGESTS));
 
-/** Buffer's own latin1 reader (what `toString("latin1", from, to)` calls after checking its arguments). */
-type Latin1Readable = Buffer & { latin1Slice?: (from: number, to: number) => string };
 
 /** One read; `p` moves past what matched, and every step answers whether it matched. */
 const NO_BYTES = Buffer.alloc(0);
@@ -271,8 +269,7 @@ class BytesCursor {
   }
 
   text(from: number, to: number): string {
-    const b = this.b as Latin1Readable;
-    return b.latin1Slice !== undefined ? b.latin1Slice(from, to) : b.toString("latin1", from, to);
+    return latin1(this.b, from, to);
   }
 }
 

@@ -8,16 +8,17 @@ import { floatJson, quote } from "./canonical-json.js";
 import { CompactText, compactKey as k, compactString } from "./compact-json.js";
 import type { Observation } from "./observation-model.js";
 import type { Fragment } from "./fragment.js";
+import type { Scope } from "./fields.js";
+
+/** canonicalJson of a scope, written by its keys in canonical order. */
+export function scopeJson(s: Scope): string {
+  return `{"agent_id":${quote(s.agent_id)},"corpus_id":${quote(s.corpus_id)},"project_id":${quote(s.project_id)},"surface_id":${quote(s.surface_id)}}`;
+}
 
 function list(xs: readonly string[]): string {
   let out = "[";
   for (let i = 0; i < xs.length; i++) out += (i ? "," : "") + quote(xs[i]!);
   return out + "]";
-}
-
-function scopeJson(o: Observation): string {
-  const s = o.scope;
-  return `{"agent_id":${quote(s.agent_id)},"corpus_id":${quote(s.corpus_id)},"project_id":${quote(s.project_id)},"surface_id":${quote(s.surface_id)}}`;
 }
 
 /** canonicalJson(observationToPy(o)), optionally without created_at (the fingerprint's input). */
@@ -40,7 +41,7 @@ export function observationJson(o: Observation, withCreatedAt = true): string {
     `,"reason_codes":${list(o.reason_codes)}` +
     `,"retrieval_snapshot_ref":${quote(o.retrieval_snapshot_ref)}` +
     `,"schema_version":${quote(o.schema_version)}` +
-    `,"scope":${scopeJson(o)}` +
+    `,"scope":${scopeJson(o.scope)}` +
     `,"utility_label":${quote(o.utility_label)}}`
   );
 }
@@ -59,7 +60,7 @@ export function observationIdentityJson(o: Pick<Observation, "schema_version" | 
     `,"policy_snapshot_ref":${quote(o.policy_snapshot_ref)}` +
     `,"retrieval_snapshot_ref":${quote(o.retrieval_snapshot_ref)}` +
     `,"schema_version":${quote(o.schema_version)}` +
-    `,"scope":${scopeJson(o as Observation)}}`
+    `,"scope":${scopeJson((o as Observation).scope)}}`
   );
 }
 

@@ -4,7 +4,7 @@
  * the parts it changed instead of hashing the whole packet again.
  */
 import { hash } from "node:crypto";
-import { AsciiDigest } from "./digest.js";
+import { AsciiDigest, HEX_DIGITS } from "./digest.js";
 import type { Fragment } from "./fragment.js";
 
 /**
@@ -65,5 +65,4 @@ export class Sum256 {
   }
 }
 
-const HEX_DIGITS = Uint8Array.from("0123456789abcdef", (c) => c.charCodeAt(0));
 const HEX_OUT = Buffer.alloc(64);

@@ -17,7 +17,7 @@ export class RepeatedStrings {
   }
 
   /** `bytes.toString("latin1", from, to)`, as the string an earlier equal range became when its slot still holds it. */
-  of(bytes: Uint8Array, from: number, to: number): string {
+  of(bytes: Buffer, from: number, to: number): string {
     const slot = hashOf(bytes, from, to) & this.mask;
     const held = this.strings[slot]!;
     if (holds(held, bytes, from, to)) return held;
@@ -43,7 +43,7 @@ export function holds(s: string, b: Uint8Array, from: number, to: number): boole
 type Latin1Readable = Buffer & { latin1Slice?: (from: number, to: number) => string };
 
 /** Bytes [from, to) as latin1 text. */
-export function latin1(b: Uint8Array, from: number, to: number): string {
-  const buf = (Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.length)) as Latin1Readable;
+export function latin1(b: Buffer, from: number, to: number): string {
+  const buf = b as Latin1Readable;
   return buf.latin1Slice !== undefined ? buf.latin1Slice(from, to) : buf.toString("latin1", from, to);
 }

@@ -2,7 +2,7 @@
 import { META_FIELDS, STORED_PARTS, type IdentityPart, type StoredPart } from "./stored-names.js";
 import type { PartsChanges } from "../core/identity-parts.js";
 import { FieldTable } from "./field-table.js";
-import { OP_CODES, PartOps, SLOTS, opOfSlot, partOfSlot, type OpCode, type PartOp } from "./part-ops.js";
+import { PartOps, SLOTS, opOfSlot, partOfSlot, type OpCode, type PartOp } from "./part-ops.js";
 import type { PartsView } from "../core/packet-parts.js";
 import { MAX_PROJECTION_HISTORY } from "../core/projection-limits.js";
 
@@ -175,10 +175,9 @@ const OPEN_RUN = new Int32Array(SLOTS);
 /** Up to this many ops, a written field is looked for among the ops before it; past it, in a table (reused). */
 const SCAN_LIMIT = 64;
 const fields = new FieldTable();
-const DEL = OP_CODES.indexOf("DEL");
 /** Each slot's part as a bit, and whether the slot is a DEL. */
 const PART_BIT = Int32Array.from({ length: SLOTS }, (_, slot) => 1 << STORED_PARTS.indexOf(partOfSlot(slot)));
-const IS_DEL = Uint8Array.from({ length: SLOTS }, (_, slot) => (Math.floor(slot / STORED_PARTS.length) === DEL ? 1 : 0));
+const IS_DEL = Uint8Array.from({ length: SLOTS }, (_, slot) => (opOfSlot(slot) === "DEL" ? 1 : 0));
 
 /** Refuse ops that do not commute: a part deleted and also written or deleted again, or a (part, field) written twice. */
 function checkCommuting(ops: PartOps): void {
