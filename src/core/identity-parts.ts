@@ -18,7 +18,6 @@
  * rechecks) is created when first needed.
  */
 import { hash } from "node:crypto";
-import { compareBytes } from "./byte-order.js";
 import { AsciiDigest } from "./digest.js";
 import { canonicalJson } from "./canonical-json.js";
 import { compactJson } from "./compact-json.js";
@@ -44,7 +43,6 @@ import {
 } from "./packet-parts.js";
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_OBSERVATIONS, MAX_PROJECTION_SUBJECTS } from "./projection-limits.js";
 import { rejectedProjection } from "./reducer.js";
-import { subjectMember } from "./sort-keys.js";
 import { FactorList } from "./subject.js";
 import { insertAt, removeAt } from "./list-edit.js";
 
@@ -75,13 +73,10 @@ export interface PartsChanges {
 
 interface Group extends SubjectGroup {
   mapKey: string;
-  /** The items in the reference's time order: their history members in byte order. */
-  chrono: HistoryPart[];
+  /** The items in the reference's time order (compareOrder): their history members' byte order. */
   chronoObs: Observation[];
   /** Buckets and factors of `items` and of `chronoObs`, spliced with them; kept from FACTOR_LISTS_FROM items on. */
   factors: SubjectFactors | null;
-  /** Its subject member (sort-keys.ts), made at its first flush: level, key and id never change, so neither does it. */
-  member: string | null;
 }
 
 /**
@@ -127,17 +122,17 @@ function keptVersion(fingerprint: string, representative: Observation, count: nu
 }
 
 /**
- * Index of the first member not below `member` in byte order (the order key's order: see sort-keys.ts).
- * A new observation is usually the latest, so the last member is tried first: on a cached model that has
- * gone cold between batches each step of the search is a cache miss (~5 µs a search at ~100 members).
+ * Index of the first observation not below `obs` in the reference's order (compareOrder: the history members'
+ * byte order, sort-keys.ts). A new observation is usually the latest, so the last is tried first: on a cached
+ * model that has gone cold between batches each step of the search is a cache miss (~5 µs a search at ~100).
  */
-function memberBound(items: readonly HistoryPart[], member: string): number {
+function orderBound(items: readonly Observation[], obs: Observation): number {
   let lo = 0;
   let hi = items.length;
-  if (hi > 0 && compareBytes(items[hi - 1]!.member, member) < 0) return hi;
+  if (hi > 0 && compareOrder(items[hi - 1]!, obs) < 0) return hi;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (compareBytes(items[mid]!.member, member) < 0) lo = mid + 1;
+    if (compareOrder(items[mid]!, obs) < 0) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -290,18 +285,17 @@ export class IdentityParts {
       // subjectGroupOf's group, made here without its own object and list first.
       const subjectId = subjectIdOf(full);
       const level = full.attribution_level;
-      h = historyPart(full, subjectId, fingerprint);
+      h = historyPart(obs, subjectId, fingerprint, full);
       const digests = pooledList(full.memory_ref_digests); // `full`'s list may hold views into its record
       const key = level === "none" ? [subjectId] : digests;
-      group = { level, key, subjectId, digests, items: [obs], mapKey, chrono: [h], chronoObs: [obs], factors: null, member: null };
+      group = { level, key, subjectId, digests, items: [obs], mapKey, chronoObs: [obs], factors: null };
       this.groups.set(mapKey, group);
       this.levels[group.level]++;
     } else {
       const i = lowerBound(group.items, id);
       insertAt(group.items, i, obs);
-      h = historyPart(full, group.subjectId, fingerprint);
-      const at = memberBound(group.chrono, h.member);
-      insertAt(group.chrono, at, h);
+      h = historyPart(obs, group.subjectId, fingerprint, full);
+      const at = orderBound(group.chronoObs, obs);
       insertAt(group.chronoObs, at, obs);
       if (group.factors !== null) {
         group.factors.byId.insert(i, obs);
@@ -325,8 +319,7 @@ export class IdentityParts {
     const i = lowerBound(group.items, id);
     removeAt(group.items, i);
     group.factors?.byId.remove(i);
-    const at = memberBound(group.chrono, version.history!.member);
-    removeAt(group.chrono, at);
+    const at = orderBound(group.chronoObs, version.representative);
     removeAt(group.chronoObs, at);
     group.factors?.inTime.remove(at);
     const dirty = this.touched();
@@ -367,8 +360,7 @@ export class IdentityParts {
         this.levels[group.level]--;
         parts.subjects.delete(group.subjectId);
       } else {
-        group.member ??= flat(subjectMember(group.level, group.key, group.subjectId));
-        after = subjectPartOf(group, group.chronoObs, group.factors ?? undefined, group.chrono[group.chrono.length - 1]!.member, group.member); // (its `items` is the group's live list: not for computeParts' reuse)
+        after = subjectPartOf(group, group.chronoObs, group.factors ?? undefined); // (its `items` is the group's live list: not for computeParts' reuse)
         if (typeof after.fragment === "string") flat(after.fragment);
         if (after.proposal !== null) flat(after.proposal);
         parts.subjects.set(group.subjectId, after);
@@ -388,7 +380,6 @@ export class IdentityParts {
       let afterHash: string | undefined;
       if (after === undefined) parts.history.delete(id);
       else {
-        flat(after.member);
         if (typeof after.fragment === "string") flat(after.fragment);
         parts.history.set(id, after);
         after.hash = afterHash = partHash(after.fragment);

@@ -24,13 +24,15 @@ import { historyMember, idOfMember, subjectMember } from "./sort-keys.js";
 import { reduceSubject, sameRoundedProducts, type FactorList } from "./subject.js";
 
 export interface SubjectPart {
-  member: string;
+  /** Its sorted-set member (sort-keys.ts), made when read: its level, key and id fix it, so it never changes. */
+  readonly member: string;
   /** Its stored form ("" once the store holds it and the model let go: IdentityParts.release). */
   fragment: Fragment;
   proposal: string | null;
   /** Review state is conflict (the packet then needs review). */
   conflict: boolean;
-  latest: string;
+  /** Its latest observation's history member, made when read (a packet past the history bound reads it). */
+  readonly latest: string;
   /** The accepted observations the fragment was computed from (compared by reference). */
   items: readonly Observation[];
   /** The first field the reference's readback re-reduction (in time order) disagrees on, if any. */
@@ -40,7 +42,8 @@ export interface SubjectPart {
 }
 
 export interface HistoryPart {
-  member: string;
+  /** Its sorted-set member (sort-keys.ts): made when read, never kept (KeptHistoryPart). */
+  readonly member: string;
   /** As SubjectPart.fragment. */
   fragment: Fragment;
   /** As SubjectPart.hash. */
@@ -72,9 +75,29 @@ export function emptyParts(): PartsView {
   return { rejected: null, skeleton: "", accepted: 0, deliveries: 0, subjects: new Map(), history: new Map(), conflicts: new Map(), conflictCounts: new Map() };
 }
 
-/** The history part of an accepted observation. */
-export function historyPart(obs: Observation, subjectId: string, fingerprint: string): HistoryPart {
-  return { member: historyMember(obs.created_at, obs.observation_id), fragment: historyEntryFragment(obs, fingerprint, subjectId), hash: "" };
+/**
+ * The history part of an accepted observation: `kept` is the observation its
+ * model keeps, `full` the one it was made from (equal but for where its
+ * strings live), whose fields the fragment is written from. The member is made
+ * from the kept observation's created_at and id whenever it is read: kept, it
+ * was ~130 bytes of string a cached observation held only to order and to
+ * write (the model orders its history by compareOrder, the same order).
+ */
+export function historyPart(kept: Observation, subjectId: string, fingerprint: string, full: Observation = kept): HistoryPart {
+  return new KeptHistoryPart(kept, historyEntryFragment(full, fingerprint, subjectId));
+}
+
+class KeptHistoryPart implements HistoryPart {
+  hash = "";
+
+  constructor(
+    private readonly obs: Observation,
+    readonly fragment: Fragment,
+  ) {}
+
+  get member(): string {
+    return historyMember(this.obs.created_at, this.obs.observation_id);
+  }
 }
 
 /**
@@ -142,10 +165,6 @@ export function subjectPartOf(
   group: SubjectGroup,
   chronological?: readonly Observation[],
   factors?: SubjectFactors,
-  /** The latest observation's history member, when the caller holds it already (the same string, kept once). */
-  latestMember?: string,
-  /** The subject's member, when the caller holds it already (it is fixed by the group). */
-  member?: string,
   /** "canonical": the fragment and the proposal as canonical JSON (a one-shot packet's, assembled once), not the stored form. */
   form: "stored" | "canonical" = "stored",
 ): SubjectPart {
@@ -154,16 +173,44 @@ export function subjectPartOf(
   else for (const o of group.items) if (compareOrder(o, latest) >= 0) latest = o;
   // Stored form: the subject and its proposal are written out below, so they may be the scratch ones.
   const { subject, proposal } = subjectOfGroup(group, latest, factors?.byId, form === "stored");
-  return {
-    member: member ?? subjectMember(group.level, group.key, group.subjectId),
-    fragment: form === "canonical" ? canonicalSubject(subject) : storedSubjectFragment(subject),
-    proposal: proposal === null ? null : form === "canonical" ? canonicalJson(proposal) : storedProposal(proposal),
-    conflict: proposal !== null && proposal.state === "conflict",
-    latest: latestMember ?? historyMember(latest.created_at, latest.observation_id),
-    items: group.items,
-    recheckFailure: recheck(group, subject, chronological, factors),
-    hash: "",
-  };
+  return new MadeSubjectPart(
+    group,
+    latest,
+    form === "canonical" ? canonicalSubject(subject) : storedSubjectFragment(subject),
+    proposal === null ? null : form === "canonical" ? canonicalJson(proposal) : storedProposal(proposal),
+    proposal !== null && proposal.state === "conflict",
+    recheck(group, subject, chronological, factors),
+  );
+}
+
+/**
+ * A subject part whose two members are made when read, from its group and its
+ * latest observation (both kept anyway): kept, they were ~200 bytes of string
+ * a cached subject held, most subjects one observation's worth, for a write
+ * when the subject first appears and a read past the history bound.
+ */
+class MadeSubjectPart implements SubjectPart {
+  hash = "";
+  readonly items: readonly Observation[];
+
+  constructor(
+    private readonly group: SubjectGroup,
+    private readonly latestObs: Observation,
+    public fragment: Fragment,
+    readonly proposal: string | null,
+    readonly conflict: boolean,
+    readonly recheckFailure: string | null,
+  ) {
+    this.items = group.items;
+  }
+
+  get member(): string {
+    return subjectMember(this.group.level, this.group.key, this.group.subjectId);
+  }
+
+  get latest(): string {
+    return historyMember(this.latestObs.created_at, this.latestObs.observation_id);
+  }
 }
 
 /** Subjects by attribution level, for the packet's counters. */
@@ -354,8 +401,7 @@ export function computeParts(
   for (const group of a.groups) {
     const prior = onRead ? undefined : previous.subjects.get(group.subjectId);
     const inTime = inTimeOf.get(group)!;
-    const latestMember = parts.history.get(inTime[inTime.length - 1]!.observation_id)!.member;
-    const part = prior !== undefined && sameItems(prior.items, group.items) ? prior : subjectPartOf(group, inTime, undefined, latestMember, undefined, onRead ? "canonical" : "stored");
+    const part = prior !== undefined && sameItems(prior.items, group.items) ? prior : subjectPartOf(group, inTime, undefined, onRead ? "canonical" : "stored");
     if (failure === null && part.recheckFailure !== null) failure = `projection subject ${group.subjectId} ${part.recheckFailure} is inconsistent`;
     if (part.proposal !== null) proposals.push({ state: part.conflict ? "conflict" : "review" });
     parts.subjects.set(group.subjectId, part);
@@ -390,13 +436,14 @@ interface PacketLists {
  */
 function packetLists(parts: PartsView, inOrder: boolean): PacketLists {
   // Byte order, as Redis returns the members (and as Python orders the strings they encode).
-  const byMember = <T extends { member: string }>(m: Map<string, T>) => sortedByBytes([...m.values()], (x) => x.member);
+  // Each member read once: a history part makes its member when read (historyPart).
+  const byMember = <T extends { readonly member: string }>(m: Map<string, T>) => sortedByBytes([...m.values()].map((x) => ({ x, member: x.member })), (e) => e.member).map((e) => e.x);
   let history: HistoryPart[];
   if (parts.accepted > MAX_PROJECTION_HISTORY) {
     // The latest MAX_PROJECTION_HISTORY entries, and each subject's latest. By id (a member holds its id), so a
     // part made on read is asked for its member only if it is among the latest.
-    const entries = [...parts.history];
-    if (!inOrder) sortedByBytes(entries, (e) => e[1].member);
+    let entries = [...parts.history];
+    if (!inOrder) entries = sortedByBytes(entries.map((e) => ({ e, member: e[1].member })), (k) => k.member).map((k) => k.e);
     const keep = new Set([...parts.subjects.values()].map((s) => idOfMember(s.latest)!));
     for (let i = entries.length - 1; i >= 0 && keep.size < MAX_PROJECTION_HISTORY; i--) keep.add(entries[i]![0]);
     history = entries.filter((e) => keep.has(e[0])).map((e) => e[1]);

@@ -53,10 +53,8 @@ export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChan
       if (old.proposal !== null) ops.push("HDEL", "p", id);
       continue;
     }
-    if (old === undefined || old.member !== part.member) {
-      if (old !== undefined) ops.push("ZREM", "si", old.member);
-      ops.push("ZADD", "si", part.member);
-    }
+    // A subject's member is fixed by its level, key and id, and a change is of one id: written when it first appears.
+    if (old === undefined) ops.push("ZADD", "si", part.member);
     if (old === undefined || rewritten) ops.push("HSET", "s", id, part.fragment);
     if (latestKept && (old === undefined || old.latest !== part.latest)) ops.push("HSET", "hl", id, part.latest);
     if ((old?.proposal ?? null) !== part.proposal) {
@@ -69,9 +67,12 @@ export function opsForChanges(prev: Scalars, next: PartsView, changes: PartsChan
       if (old !== undefined) ops.push("HDEL", "h", id).push("ZREM", "hi", old.member);
       continue;
     }
-    if (old === undefined || old.member !== part.member) {
-      if (old !== undefined) ops.push("ZREM", "hi", old.member);
-      ops.push("ZADD", "hi", part.member);
+    // (a history part makes its member when read: read once here)
+    const member = part.member;
+    if (old === undefined) ops.push("ZADD", "hi", member);
+    else {
+      const oldMember = old.member;
+      if (oldMember !== member) ops.push("ZREM", "hi", oldMember).push("ZADD", "hi", member);
     }
     if (old === undefined || rewritten) ops.push("HSET", "h", id, part.fragment);
   }

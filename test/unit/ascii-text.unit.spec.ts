@@ -2,7 +2,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { AsciiText } from "../../src/core/ascii-text.js";
-import { instantOf } from "../../src/core/ordering.js";
+import { compareBytes } from "../../src/core/byte-order.js";
+import { compareOrder, instantOf } from "../../src/core/ordering.js";
 import { historyMember, subjectMember } from "../../src/core/sort-keys.js";
 
 describe("AsciiText", () => {
@@ -82,6 +83,50 @@ describe("historyMember", () => {
       const expected = String(seconds + 10_000_000).padStart(13, "0") + String(micros).padStart(6, "0") + escaped + "\u0000" + id;
       expect(historyMember(createdAt, id)).toBe(expected);
     }
+  });
+
+  /** Only what the contract accepts is ever compared (a NUL after a fraction, say, is not). */
+  const validated = (createdAt: string): boolean => {
+    try {
+      instantOf(createdAt);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  // A model keeps its history in compareOrder's order and makes members only to write them (identity-parts.ts):
+  // the two orders must be one.
+  it("orders as compareOrder does: same instant in other offsets, fractions, NUL and \\x01, other ids", () => {
+    const two = (n: number) => String(n).padStart(2, "0");
+    const fields = fc.record({
+      y: fc.constantFrom(1, 2026, 9999),
+      mo: fc.constantFrom(1, 12),
+      d: fc.constantFrom(1, 28),
+      h: fc.constantFrom(0, 5, 23),
+      mi: fc.constantFrom(0, 30),
+      s: fc.constantFrom(0, 59),
+      frac: fc.constantFrom("", ".5", ".50", ".123456", ".000001"),
+      tail: fc.constantFrom("", "\u0000", "\u0001"),
+      zone: fc.constantFrom("Z", "+00:00", "+05:30", "-08:00", "+14:00"),
+      id: fc.constantFrom("muo_" + "a".repeat(64), "muo_" + "b".repeat(64), "muo_a"),
+    });
+    type Fields = typeof fields extends fc.Arbitrary<infer F> ? F : never;
+    const observation = (t: Fields) => ({ created_at: `${String(t.y).padStart(4, "0")}-${two(t.mo)}-${two(t.d)}T${two(t.h)}:${two(t.mi)}:${two(t.s)}${t.frac}${t.tail}${t.zone}`, observation_id: t.id });
+    // The second observation is the first with one to three fields drawn again: most pairs share an instant
+    // or most of one, so the later parts of the order (micros, the raw text, the id) decide.
+    const keys = ["y", "mo", "d", "h", "mi", "s", "frac", "tail", "zone", "id"] as const;
+    const pair = fc.tuple(fields, fields, fc.subarray([...keys], { minLength: 1, maxLength: 3 })).map(([t, other, changed]) => {
+      const u = { ...t };
+      for (const k of changed) (u as Record<string, unknown>)[k] = other[k];
+      return [observation(t), observation(u)] as const;
+    });
+    fc.assert(
+      fc.property(pair.filter(([a, b]) => validated(a.created_at) && validated(b.created_at)), ([a, b]) => {
+        expect(Math.sign(compareOrder(a, b))).toBe(Math.sign(compareBytes(historyMember(a.created_at, a.observation_id), historyMember(b.created_at, b.observation_id))));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 
