@@ -122,6 +122,17 @@ function keptVersion(fingerprint: string, representative: Observation, count: nu
 }
 
 /**
+ * An id's versions: its one version (almost every id: a list of one cost a
+ * cached observation ~56 bytes, its array and its elements), or the list
+ * once a second payload came.
+ */
+type Versions = KeptVersion | KeptVersion[];
+
+function listOf(versions: Versions): KeptVersion[] {
+  return Array.isArray(versions) ? versions : [versions];
+}
+
+/**
  * Index of the first observation not below `obs` in the reference's order (compareOrder: the history members'
  * byte order, sort-keys.ts). A new observation is usually the latest, so the last is tried first: on a cached
  * model that has gone cold between batches each step of the search is a cache miss (~5 µs a search at ~100).
@@ -153,9 +164,9 @@ function lowerBound(items: readonly Observation[], id: string): number {
 const packetDigest = new AsciiDigest();
 
 export class IdentityParts {
-  /** Every id's versions (the state's map, typed as the parts keep it). */
-  private readonly byId = new Map<string, KeptVersion[]>();
-  readonly state: IdentityState = { byId: this.byId, deliveries: 0 };
+  /** Every id's versions. */
+  private readonly byId = new Map<string, Versions>();
+  private delivered = 0;
   readonly parts: PartsView = { rejected: null, skeleton: "", accepted: 0, deliveries: 0, subjects: new Map(), history: new Map(), conflicts: NO_CONFLICTS, conflictCounts: NO_CONFLICT_COUNTS };
   private readonly groups = new Map<string, Group>();
   private readonly levels: LevelCounts = { item: 0, set: 0, none: 0 };
@@ -198,24 +209,68 @@ export class IdentityParts {
     return this.representatives;
   }
 
+  /** Deliveries folded, the sealed ones included. */
+  get deliveries(): number {
+    return this.delivered;
+  }
+
+  /** An id's versions (a new list for an id of one version), or undefined for an id not kept. */
+  versionsOf(id: string): readonly FingerprintState[] | undefined {
+    const entry = this.byId.get(id);
+    return entry === undefined ? undefined : listOf(entry);
+  }
+
+  /** The representative of the id's version with this fingerprint, if it is kept. */
+  representativeOf(id: string, fingerprint: string): Observation | undefined {
+    const entry = this.byId.get(id);
+    if (entry === undefined) return undefined;
+    if (!Array.isArray(entry)) return entry.fingerprint === fingerprint ? entry.representative : undefined;
+    return versionOf(entry, fingerprint)?.representative;
+  }
+
+  /** Every kept version's fingerprint. */
+  *fingerprints(): Generator<string> {
+    for (const entry of this.byId.values()) {
+      if (!Array.isArray(entry)) yield entry.fingerprint;
+      else for (const v of entry) yield v.fingerprint;
+    }
+  }
+
+  /** The state as an IdentityState: a copy made when asked (tools, tests), not what the model keeps. */
+  get state(): IdentityState {
+    const byId = new Map<string, FingerprintState[]>();
+    for (const [id, entry] of this.byId) byId.set(id, listOf(entry).slice());
+    return { byId, deliveries: this.delivered };
+  }
+
   /**
    * Fold one delivery; the parts change at the next flush. Returns what the delivery was. `owned`: the
    * observation's strings are its own (ReadObservation.owned), so the kept copy takes them without copying.
    */
   fold(obs: Observation, fingerprint: string, owned = false): "new" | "duplicate" | "conflict" | "sealed" {
-    this.state.deliveries++;
+    this.delivered++;
     if (this.isSealed) return "sealed";
     // What the state keeps is a kept copy (shelved-observation.ts), made only when it is kept; the id it
     // keys the state and the parts with is a kept observation's (the delivery's own may be a view into its record).
-    const versions = this.byId.get(obs.observation_id);
-    if (versions === undefined) {
+    const entry = this.byId.get(obs.observation_id);
+    if (entry === undefined) {
       const own = this.keptCopy(obs, owned);
       const version = keptVersion(fingerprint, own, 1);
-      this.byId.set(own.observation_id, [version]);
+      this.byId.set(own.observation_id, version);
       this.representatives++;
       this.accept(version, obs);
       return "new";
     }
+    if (!Array.isArray(entry) && entry.fingerprint !== fingerprint) {
+      // A second payload: the id becomes a conflict, its versions a list.
+      this.byId.set(entry.representative.observation_id, [entry, keptVersion(fingerprint, this.keptCopy(obs, owned), 1)]);
+      this.representatives++;
+      this.unaccept(entry);
+      this.conflictingDeliveries += entry.count + 1;
+      this.touchConflict(entry.representative.observation_id);
+      return "conflict";
+    }
+    const versions = listOf(entry);
     const first = versions[0]!;
     const prior = versionOf(versions, fingerprint);
     if (prior !== undefined) {
@@ -233,12 +288,10 @@ export class IdentityParts {
       }
       return "duplicate";
     }
+    // (an id of one version with another fingerprint became a list above)
     versions.push(keptVersion(fingerprint, this.keptCopy(obs, owned), 1));
     this.representatives++;
-    if (versions.length === 2) {
-      this.unaccept(first);
-      this.conflictingDeliveries += deliveriesOf(versions);
-    } else this.conflictingDeliveries++;
+    this.conflictingDeliveries++;
     this.touchConflict(first.representative.observation_id);
     return "conflict";
   }
@@ -249,11 +302,11 @@ export class IdentityParts {
 
   /** Load stored state (every id's versions) without per-delivery bookkeeping; flush afterwards. */
   load(byId: ReadonlyMap<string, readonly FingerprintState[]>, deliveries: number): void {
-    this.state.deliveries = deliveries;
+    this.delivered = deliveries;
     for (const [id, read] of byId) {
       // Kept copies (read from stored fragments: see fold), as versions of the parts' own shape.
       const versions = read.map((v) => keptVersion(v.fingerprint, this.keptCopy(v.representative, false), v.count));
-      this.byId.set(id, versions);
+      this.byId.set(id, versions.length === 1 ? versions[0]! : versions);
       this.representatives += versions.length;
       const count = deliveriesOf(versions);
       this.duplicates += count - versions.length;
@@ -343,8 +396,8 @@ export class IdentityParts {
   flush(): PartsChanges {
     const changes: PartsChanges = { subjects: [], history: [], conflicts: [] };
     const parts = this.parts;
-    parts.deliveries = this.state.deliveries;
-    if (!this.isSealed && this.state.deliveries > MAX_PROJECTION_OBSERVATIONS) this.seal();
+    parts.deliveries = this.delivered;
+    if (!this.isSealed && this.delivered > MAX_PROJECTION_OBSERVATIONS) this.seal();
     if (this.isSealed) return changes;
     const dirty = this.dirty;
     for (const group of dirty?.groups ?? []) {
@@ -373,7 +426,8 @@ export class IdentityParts {
     }
     for (const id of dirty?.history ?? []) {
       const before = parts.history.get(id);
-      const after = this.byId.get(id)?.[0]!.history ?? undefined;
+      const entry = this.byId.get(id);
+      const after = (entry === undefined || Array.isArray(entry) ? undefined : entry.history) ?? undefined;
       if (before === after) continue;
       const beforeHash = before?.hash;
       if (beforeHash !== undefined) this.sum.add(beforeHash, -1);
@@ -388,7 +442,7 @@ export class IdentityParts {
       changes.history.push({ id, before, after, rewritten: beforeHash !== afterHash });
     }
     for (const id of dirty?.conflicts ?? []) {
-      const versions = this.byId.get(id)!;
+      const versions = listOf(this.byId.get(id)!);
       const before = parts.conflicts.get(id);
       const count = deliveriesOf(versions);
       if (before !== undefined && parts.conflictCounts.get(id) === count) continue;
@@ -414,9 +468,10 @@ export class IdentityParts {
     }
     if (this.latestStale) {
       this.latest = null;
-      for (const versions of this.byId.values()) {
-        const obs = versions[0]!.representative;
-        if (versions.length === 1 && (this.latest === null || compareOrder(obs, this.latest) >= 0)) this.latest = obs;
+      for (const entry of this.byId.values()) {
+        if (Array.isArray(entry)) continue; // a conflict
+        const obs = entry.representative;
+        if (this.latest === null || compareOrder(obs, this.latest) >= 0) this.latest = obs;
       }
       this.latestStale = false;
     }
@@ -470,7 +525,7 @@ export class IdentityParts {
 
   /** A stored identity already past the bound. */
   loadSealed(deliveries: number): void {
-    this.state.deliveries = deliveries;
+    this.delivered = deliveries;
     this.parts.deliveries = deliveries;
     this.seal();
   }

@@ -92,7 +92,7 @@ class KeptHistoryPart implements HistoryPart {
 
   constructor(
     private readonly obs: Observation,
-    readonly fragment: Fragment,
+    public fragment: Fragment,
   ) {}
 
   get member(): string {

@@ -17,7 +17,7 @@
 import { canonicalJson } from "../core/canonical-json.js";
 import { compactKey } from "../core/compact-json.js";
 import { contextJson, type ReducerContext } from "../core/identity.js";
-import { versionOf, type IdentityState } from "../core/identity-state.js";
+import type { IdentityState } from "../core/identity-state.js";
 import { compareOrder } from "../core/ordering.js";
 import { IdentityParts, type PartsChanges } from "../core/identity-parts.js";
 import type { Observation } from "../core/observation.js";
@@ -241,7 +241,7 @@ export class IdentityModel {
     const ops = opsForChanges(before, parts, changes, sealing, entries.length + (recorded?.size ?? 0) + 3);
     if (!this.inc.sealed) {
       for (const id of recorded ?? []) {
-        const record = storedRecord(this.inc.state.byId.get(id)!);
+        const record = storedRecord(this.inc.versionsOf(id)!);
         if (record !== null) ops.push("HSET", "d", id, record);
       }
     }
@@ -266,12 +266,11 @@ export class IdentityModel {
 
   /** The offset index entry of a delivery about to be folded; null past the index's bound (offset-index.ts). */
   private indexEntry(d: Delivery): string | null {
-    const ordinal = this.inc.state.deliveries + 1;
+    const ordinal = this.inc.deliveries + 1;
     if (ordinal > MAX_INDEX_ENTRIES) return null;
     if (ordinal === MAX_INDEX_ENTRIES) return sealedEntry(d);
-    const refs = (this.refs ??= IndexRefs.of(this.inc.state.byId));
-    const versions = this.inc.state.byId.get(d.observation.observation_id);
-    const prior = versions === undefined ? undefined : versionOf(versions, d.fingerprint)?.representative;
+    const refs = (this.refs ??= IndexRefs.of(this.inc.fingerprints()));
+    const prior = this.inc.representativeOf(d.observation.observation_id, d.fingerprint);
     if (prior === undefined) refs.add(d.fingerprint);
     const earlier = prior !== undefined && d.observation.created_at !== prior.created_at && compareOrder(d.observation, prior) < 0;
     return indexEntry(d, refs.ref(d.fingerprint), d.observation, prior, earlier);

@@ -99,10 +99,10 @@ function bucketOf(fingerprint: string): number {
 export class IndexRefs {
   private readonly buckets = new Map<number, string | string[]>();
 
-  /** Every payload of a state (a model freshly loaded, or rebuilt). */
-  static of(byId: ReadonlyMap<string, readonly FingerprintState[]>): IndexRefs {
+  /** Every payload of a state (a model freshly loaded, or rebuilt): its fingerprints. */
+  static of(fingerprints: Iterable<string>): IndexRefs {
     const refs = new IndexRefs();
-    for (const versions of byId.values()) for (const v of versions) refs.add(v.fingerprint);
+    for (const fingerprint of fingerprints) refs.add(fingerprint);
     return refs;
   }
 
