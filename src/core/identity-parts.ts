@@ -239,7 +239,7 @@ export class IdentityParts {
   /** The state as an IdentityState: a copy made when asked (tools, tests), not what the model keeps. */
   get state(): IdentityState {
     const byId = new Map<string, FingerprintState[]>();
-    for (const [id, entry] of this.byId) byId.set(id, listOf(entry).slice());
+    for (const [id, entry] of this.byId) byId.set(id, Array.isArray(entry) ? entry.slice() : [entry]);
     return { byId, deliveries: this.delivered };
   }
 
@@ -261,7 +261,19 @@ export class IdentityParts {
       this.accept(version, obs);
       return "new";
     }
-    if (!Array.isArray(entry) && entry.fingerprint !== fingerprint) {
+    if (!Array.isArray(entry)) {
+      // An accepted id (its one version, kept without a list).
+      if (entry.fingerprint === fingerprint) {
+        entry.count++;
+        this.duplicates++;
+        if (compareOrder(obs, entry.representative) < 0) {
+          const earlier = this.keptCopy(obs, owned);
+          this.unaccept(entry);
+          entry.representative = earlier;
+          this.accept(entry, obs);
+        }
+        return "duplicate";
+      }
       // A second payload: the id becomes a conflict, its versions a list.
       this.byId.set(entry.representative.observation_id, [entry, keptVersion(fingerprint, this.keptCopy(obs, owned), 1)]);
       this.representatives++;
@@ -270,29 +282,18 @@ export class IdentityParts {
       this.touchConflict(entry.representative.observation_id);
       return "conflict";
     }
-    const versions = listOf(entry);
-    const first = versions[0]!;
-    const prior = versionOf(versions, fingerprint);
+    // A conflict: every further delivery of its id counts toward it.
+    this.conflictingDeliveries++;
+    this.touchConflict(entry[0]!.representative.observation_id);
+    const prior = versionOf(entry, fingerprint);
     if (prior !== undefined) {
       prior.count++;
       this.duplicates++;
-      const earlier = compareOrder(obs, prior.representative) < 0 ? this.keptCopy(obs, owned) : null;
-      if (versions.length > 1) {
-        this.conflictingDeliveries++;
-        this.touchConflict(first.representative.observation_id);
-        if (earlier !== null) prior.representative = earlier;
-      } else if (earlier !== null) {
-        this.unaccept(prior);
-        prior.representative = earlier;
-        this.accept(prior, obs);
-      }
+      if (compareOrder(obs, prior.representative) < 0) prior.representative = this.keptCopy(obs, owned);
       return "duplicate";
     }
-    // (an id of one version with another fingerprint became a list above)
-    versions.push(keptVersion(fingerprint, this.keptCopy(obs, owned), 1));
+    entry.push(keptVersion(fingerprint, this.keptCopy(obs, owned), 1));
     this.representatives++;
-    this.conflictingDeliveries++;
-    this.touchConflict(first.representative.observation_id);
     return "conflict";
   }
 
@@ -427,7 +428,8 @@ export class IdentityParts {
     for (const id of dirty?.history ?? []) {
       const before = parts.history.get(id);
       const entry = this.byId.get(id);
-      const after = (entry === undefined || Array.isArray(entry) ? undefined : entry.history) ?? undefined;
+      // (an id with a list of versions is a conflict: no history part)
+      const after = entry === undefined || Array.isArray(entry) ? undefined : (entry.history ?? undefined);
       if (before === after) continue;
       const beforeHash = before?.hash;
       if (beforeHash !== undefined) this.sum.add(beforeHash, -1);

@@ -191,7 +191,6 @@ export function subjectPartOf(
  */
 class MadeSubjectPart implements SubjectPart {
   hash = "";
-  readonly items: readonly Observation[];
 
   constructor(
     private readonly group: SubjectGroup,
@@ -200,8 +199,11 @@ class MadeSubjectPart implements SubjectPart {
     readonly proposal: string | null,
     readonly conflict: boolean,
     readonly recheckFailure: string | null,
-  ) {
-    this.items = group.items;
+  ) {}
+
+  /** The group's live list (a model's part; computeParts compares it by reference). */
+  get items(): readonly Observation[] {
+    return this.group.items;
   }
 
   get member(): string {
