@@ -10,8 +10,9 @@
  * change costs the hashes of the parts it changed, not of the whole packet.
  * Those element hashes also say whether a part's bytes changed, so once the
  * store holds a flush's fragments the caller may `release` them: a cached
- * identity then keeps each subject and history entry as its order member,
- * proposal and hash, not as a second copy of bytes Redis already has.
+ * identity then keeps each subject as its proposal and hash, and each history
+ * entry as nothing beyond its kept version, not as a second copy of bytes
+ * Redis already has.
  *
  * A worker caches thousands of these, most holding one or two observations
  * and no conflict: what only some identities need (conflicts, failing
@@ -31,7 +32,6 @@ import { ofContext, ownedContext, ownedObservation, pooledList } from "./owned-o
 import { ObservationShelf, ShelvedObservation } from "./shelved-observation.js";
 import { partHash, Sum256 } from "./part-hash.js";
 import {
-  historyPart,
   invalidRequestJson,
   skeletonFrom,
   subjectPartOf,
@@ -44,6 +44,9 @@ import {
 import { MAX_PROJECTION_HISTORY, MAX_PROJECTION_OBSERVATIONS, MAX_PROJECTION_SUBJECTS } from "./projection-limits.js";
 import { rejectedProjection } from "./reducer.js";
 import { FactorList } from "./subject.js";
+import { historyEntryFragment } from "./observation-json.js";
+import { historyMember } from "./sort-keys.js";
+import type { Fragment } from "./fragment.js";
 import { insertAt, removeAt } from "./list-edit.js";
 
 /** One part before and after a flush (undefined = absent). */
@@ -94,6 +97,8 @@ interface Dirty {
   groups: Set<Group>;
   history: Set<string>;
   conflicts: Set<string> | null;
+  /** Stored history parts taken back since (unaccept), as they were, with their element hashes; null: none yet. */
+  gone: Map<string, { part: HistoryPart; hash: string }> | null;
 }
 
 /** A map every model's parts share until their first conflict: it stays empty (a set throws). */
@@ -107,18 +112,30 @@ const NO_CONFLICT_COUNTS = new NoEntries<number>();
 
 /**
  * A version the state keeps. While it is its id's only version (the id is
- * accepted) it also holds its subject group and its history part (the same
- * object while the entry stands: a flush that finds it in the parts skips it);
- * null otherwise. Kept on the version, not in a second map by id: one entry
- * and one object less per observation a worker caches.
+ * accepted) it is also the id's history part: `group` is its subject group
+ * (null otherwise) and `fragment` its history entry until the store holds it.
+ * One object, not a version and a part: a cached observation kept ~100 bytes
+ * more for a second object and its element hash, which a flush needs again
+ * only when the entry goes or changes (rare: `unaccept` hashes it again).
  */
-interface KeptVersion extends FingerprintState {
-  group: Group | null;
-  history: HistoryPart | null;
+class KeptVersion implements FingerprintState, HistoryPart {
+  group: Group | null = null;
+  fragment: Fragment = "";
+
+  constructor(
+    readonly fingerprint: string,
+    public representative: Observation,
+    public count: number,
+  ) {}
+
+  /** Made when read, from the representative (see historyPart). */
+  get member(): string {
+    return historyMember(this.representative.created_at, this.representative.observation_id);
+  }
 }
 
 function keptVersion(fingerprint: string, representative: Observation, count: number): KeptVersion {
-  return { fingerprint, representative, count, group: null, history: null };
+  return new KeptVersion(fingerprint, representative, count);
 }
 
 /**
@@ -331,7 +348,6 @@ export class IdentityParts {
     // The subject id (a sha256) is a function of what the map key holds: computed only for a new group.
     const mapKey = subjectGroupKey(full);
     let group = this.groups.get(mapKey);
-    let h: HistoryPart;
     if (group === undefined) {
       // Spelled out, not spread: a spread here cost ~2 µs a group (a profile of the fold). The lists start as
       // literals of one: an element inserted or pushed into an empty array gets room for 17 (~130 bytes each
@@ -339,7 +355,6 @@ export class IdentityParts {
       // subjectGroupOf's group, made here without its own object and list first.
       const subjectId = subjectIdOf(full);
       const level = full.attribution_level;
-      h = historyPart(obs, subjectId, fingerprint, full);
       const digests = pooledList(full.memory_ref_digests); // `full`'s list may hold views into its record
       const key = level === "none" ? [subjectId] : digests;
       group = { level, key, subjectId, digests, items: [obs], mapKey, chronoObs: [obs], factors: null };
@@ -348,7 +363,6 @@ export class IdentityParts {
     } else {
       const i = lowerBound(group.items, id);
       insertAt(group.items, i, obs);
-      h = historyPart(obs, group.subjectId, fingerprint, full);
       const at = orderBound(group.chronoObs, obs);
       insertAt(group.chronoObs, at, obs);
       if (group.factors !== null) {
@@ -361,7 +375,7 @@ export class IdentityParts {
     const dirty = this.touched();
     dirty.groups.add(group);
     version.group = group;
-    version.history = h;
+    version.fragment = historyEntryFragment(full, fingerprint, group.subjectId);
     dirty.history.add(id);
     if (!this.latestStale && (this.latest === null || compareOrder(obs, this.latest) >= 0)) this.latest = obs;
   }
@@ -370,22 +384,27 @@ export class IdentityParts {
   private unaccept(version: KeptVersion): void {
     const group = version.group!;
     const id = version.representative.observation_id;
+    const dirty = this.touched();
+    if (this.parts.history.get(id) === version && dirty.gone?.has(id) !== true) {
+      // The store holds its entry: what it was, for the flush to take back (its member and hash, written again).
+      const hash = partHash(historyEntryFragment(version.representative, version.fingerprint, group.subjectId));
+      (dirty.gone ??= new Map()).set(id, { part: { member: version.member, fragment: "" }, hash });
+    }
     const i = lowerBound(group.items, id);
     removeAt(group.items, i);
     group.factors?.byId.remove(i);
     const at = orderBound(group.chronoObs, version.representative);
     removeAt(group.chronoObs, at);
     group.factors?.inTime.remove(at);
-    const dirty = this.touched();
     dirty.groups.add(group);
     version.group = null;
-    version.history = null;
+    version.fragment = "";
     dirty.history.add(id);
     if (this.latest === version.representative) this.latestStale = true;
   }
 
   private touched(): Dirty {
-    return (this.dirty ??= { groups: new Set(), history: new Set(), conflicts: null });
+    return (this.dirty ??= { groups: new Set(), history: new Set(), conflicts: null, gone: null });
   }
 
   private touchConflict(id: string): void {
@@ -426,19 +445,22 @@ export class IdentityParts {
       changes.subjects.push({ id: group.subjectId, before, after, rewritten: beforeHash !== afterHash });
     }
     for (const id of dirty?.history ?? []) {
-      const before = parts.history.get(id);
+      // Before: the stored entry as it was when taken back, else the stored one (still the same version: unchanged).
+      const gone = dirty!.gone?.get(id);
+      const stored = parts.history.get(id);
       const entry = this.byId.get(id);
       // (an id with a list of versions is a conflict: no history part)
-      const after = entry === undefined || Array.isArray(entry) ? undefined : (entry.history ?? undefined);
-      if (before === after) continue;
-      const beforeHash = before?.hash;
+      const after = entry === undefined || Array.isArray(entry) || entry.group === null ? undefined : entry;
+      if (gone === undefined && stored === after) continue;
+      const before = gone?.part;
+      const beforeHash = gone?.hash;
       if (beforeHash !== undefined) this.sum.add(beforeHash, -1);
       let afterHash: string | undefined;
       if (after === undefined) parts.history.delete(id);
       else {
         if (typeof after.fragment === "string") flat(after.fragment);
         parts.history.set(id, after);
-        after.hash = afterHash = partHash(after.fragment);
+        afterHash = partHash(after.fragment);
         this.sum.add(afterHash, 1);
       }
       changes.history.push({ id, before, after, rewritten: beforeHash !== afterHash });
@@ -467,6 +489,7 @@ export class IdentityParts {
       dirty.groups.clear();
       dirty.history.clear();
       dirty.conflicts?.clear();
+      dirty.gone?.clear();
     }
     if (this.latestStale) {
       this.latest = null;
@@ -498,9 +521,10 @@ export class IdentityParts {
 
   /**
    * The store now holds what `changes` (this model's last flush) wrote: let go
-   * of those subject and history fragments. Their members, proposals and
-   * element hashes stay, which is all a later flush compares; a released part
-   * reads as an empty fragment, so a cached model keeps only what it compares.
+   * of those subject and history fragments. A subject's proposal and element
+   * hash stay, which is all a later flush compares (a history entry's hash is
+   * made again when it goes: `unaccept`); a released part reads as an empty
+   * fragment, so a cached model keeps only what it compares.
    */
   release(changes: PartsChanges): void {
     for (const { after } of changes.subjects) if (after !== undefined) after.fragment = "";

@@ -46,8 +46,6 @@ export interface HistoryPart {
   readonly member: string;
   /** As SubjectPart.fragment. */
   fragment: Fragment;
-  /** As SubjectPart.hash. */
-  hash: string;
 }
 
 export interface PartsView {
@@ -88,8 +86,6 @@ export function historyPart(kept: Observation, subjectId: string, fingerprint: s
 }
 
 class KeptHistoryPart implements HistoryPart {
-  hash = "";
-
   constructor(
     private readonly obs: Observation,
     public fragment: Fragment,
@@ -108,7 +104,6 @@ class KeptHistoryPart implements HistoryPart {
  * fragment was ~10% of the reduction, and every member ~4%.
  */
 class DeferredHistoryPart implements HistoryPart, HistoryEntryOf {
-  hash = "";
   private written: string | null = null;
   private ordered: string | null = null;
 

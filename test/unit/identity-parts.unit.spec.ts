@@ -38,6 +38,13 @@ function foldedParts(context: ReducerContext, observations: readonly Observation
   return inc;
 }
 
+/** The state of `observations` folded in order, as the reference keeps it. */
+function foldedState(observations: readonly Observation[]) {
+  const state = emptyIdentityState();
+  for (const o of observations) foldDelivery(state, o, observationFingerprint(o));
+  return state;
+}
+
 function stream(count: number, seed: number, memories: number, conflictRate: number): Observation[] {
   const all = [...simulate({ agents: 1, observationsPerAgent: count, snapshotEvery: 1e9, duplicateRate: 0.15, conflictRate, memories, seed })].map((d) => d.observation);
   const rng = new Prng(seed * 7 + 1);
@@ -124,6 +131,27 @@ describe("incremental identity parts equal computeParts from scratch", () => {
       if (c.conflictRate >= 0.2) expect(sawConflict).toBe(true);
     });
   }
+
+  it("take back a stored history entry as the store holds it, however often it changes before the next flush", () => {
+    // Given a stored entry, when one flush meets two earlier retries of it (each the representative in turn), or an
+    // earlier retry and then a second payload, then the flush removes the stored member and hash, not the retry's.
+    const [o] = stream(1, 11, 3, 0);
+    const secondsBefore = (n: number) => new Date(Date.parse(o!.created_at) - n * 1000).toISOString().replace(".000Z", "Z");
+    const context = contextOfObservation(o!, "memory_utility_reducer_v0");
+    const storedMember = () => computeParts(context, foldedState([o!])).history.get(o!.observation_id)!.member;
+    for (const later of [
+      [{ ...o!, created_at: secondsBefore(1) }, { ...o!, created_at: secondsBefore(2) }],
+      [{ ...o!, created_at: secondsBefore(1) }, { ...o!, confidence: o!.confidence === 0.5 ? 0.25 : 0.5 }],
+    ]) {
+      const inc = foldedParts(context, [o!]);
+      for (const d of later) inc.fold(d, observationFingerprint(d));
+      const changes = inc.flush();
+      const expected = computeParts(context, foldedState([o!, ...later]));
+      expect(comparable(inc.parts)).toEqual(comparable(expected));
+      expect(inc.digest()).toBe(contentDigest(elementsOfParts(expected)));
+      expect(changes.history.map((c) => [c.id, c.before?.member])).toEqual([[o!.observation_id, storedMember()]]);
+    }
+  });
 
   it("models without conflicts share nothing a conflict of another model writes", () => {
     // Conflict maps are created on a model's first conflict (identity-parts.ts): one model's conflicts must not
