@@ -48,6 +48,7 @@ import { historyEntryFragment } from "./observation-json.js";
 import { historyMember } from "./sort-keys.js";
 import type { Fragment } from "./fragment.js";
 import { insertAt, removeAt } from "./list-edit.js";
+import { PickedMap } from "./picked-map.js";
 
 /** One part before and after a flush (undefined = absent). */
 export interface PartChange<T> {
@@ -97,7 +98,10 @@ interface Dirty {
   groups: Set<Group>;
   history: Set<string>;
   conflicts: Set<string> | null;
-  /** Stored history parts taken back since (unaccept), as they were, with their element hashes; null: none yet. */
+  /**
+   * Stored history parts taken back since (unaccept), as they were, with their element hashes; null: none yet.
+   * An id touched first by `accept` was not accepted at the last flush, so the store holds no entry of it.
+   */
   gone: Map<string, { part: HistoryPart; hash: string }> | null;
 }
 
@@ -145,6 +149,11 @@ function keptVersion(fingerprint: string, representative: Observation, count: nu
  */
 type Versions = KeptVersion | KeptVersion[];
 
+/** An id's history part: its version while it is accepted (one version, in a subject group). */
+function historyOf(versions: Versions): KeptVersion | undefined {
+  return Array.isArray(versions) || versions.group === null ? undefined : versions;
+}
+
 function listOf(versions: Versions): KeptVersion[] {
   return Array.isArray(versions) ? versions : [versions];
 }
@@ -184,7 +193,17 @@ export class IdentityParts {
   /** Every id's versions. */
   private readonly byId = new Map<string, Versions>();
   private delivered = 0;
-  readonly parts: PartsView = { rejected: null, skeleton: "", accepted: 0, deliveries: 0, subjects: new Map(), history: new Map(), conflicts: NO_CONFLICTS, conflictCounts: NO_CONFLICT_COUNTS };
+  readonly parts: PartsView = {
+    rejected: null,
+    skeleton: "",
+    accepted: 0,
+    deliveries: 0,
+    subjects: new Map(),
+    // The accepted versions are the history parts (KeptVersion), as stored once flushed: read only then.
+    history: new PickedMap(this.byId, historyOf, () => this.parts.accepted),
+    conflicts: NO_CONFLICTS,
+    conflictCounts: NO_CONFLICT_COUNTS,
+  };
   private readonly groups = new Map<string, Group>();
   private readonly levels: LevelCounts = { item: 0, set: 0, none: 0 };
   private duplicates = 0;
@@ -385,8 +404,8 @@ export class IdentityParts {
     const group = version.group!;
     const id = version.representative.observation_id;
     const dirty = this.touched();
-    if (this.parts.history.get(id) === version && dirty.gone?.has(id) !== true) {
-      // The store holds its entry: what it was, for the flush to take back (its member and hash, written again).
+    if (!dirty.history.has(id)) {
+      // Accepted at the last flush (its first change since), so stored: what it was, for the flush to take back.
       const hash = partHash(historyEntryFragment(version.representative, version.fingerprint, group.subjectId));
       (dirty.gone ??= new Map()).set(id, { part: { member: version.member, fragment: "" }, hash });
     }
@@ -445,25 +464,20 @@ export class IdentityParts {
       changes.subjects.push({ id: group.subjectId, before, after, rewritten: beforeHash !== afterHash });
     }
     for (const id of dirty?.history ?? []) {
-      // Before: the stored entry as it was when taken back, else the stored one (still the same version: unchanged).
+      // Before: the stored entry as it was when taken back; none if the id's first change was an accept.
       const gone = dirty!.gone?.get(id);
-      const stored = parts.history.get(id);
       const entry = this.byId.get(id);
-      // (an id with a list of versions is a conflict: no history part)
-      const after = entry === undefined || Array.isArray(entry) || entry.group === null ? undefined : entry;
-      if (gone === undefined && stored === after) continue;
-      const before = gone?.part;
+      const after = entry === undefined ? undefined : historyOf(entry);
+      if (gone === undefined && after === undefined) continue; // accepted and taken back since the last flush
       const beforeHash = gone?.hash;
       if (beforeHash !== undefined) this.sum.add(beforeHash, -1);
       let afterHash: string | undefined;
-      if (after === undefined) parts.history.delete(id);
-      else {
+      if (after !== undefined) {
         if (typeof after.fragment === "string") flat(after.fragment);
-        parts.history.set(id, after);
         afterHash = partHash(after.fragment);
         this.sum.add(afterHash, 1);
       }
-      changes.history.push({ id, before, after, rewritten: beforeHash !== afterHash });
+      changes.history.push({ id, before: gone?.part, after, rewritten: beforeHash !== afterHash });
     }
     for (const id of dirty?.conflicts ?? []) {
       const versions = listOf(this.byId.get(id)!);
@@ -536,7 +550,7 @@ export class IdentityParts {
     this.isSealed = true;
     this.byId.clear();
     this.representatives = 0;
-    for (const map of [this.groups, this.parts.subjects, this.parts.history]) map.clear();
+    for (const map of [this.groups, this.parts.subjects]) map.clear();
     this.parts.conflicts = NO_CONFLICTS;
     this.parts.conflictCounts = NO_CONFLICT_COUNTS;
     this.failing = null;

@@ -56,7 +56,8 @@ export interface PartsView {
   accepted: number;
   deliveries: number;
   subjects: Map<string, SubjectPart>;
-  history: Map<string, HistoryPart>;
+  /** By observation id (read-only: the incremental parts' is a view of their accepted versions). */
+  history: ReadonlyMap<string, HistoryPart>;
   conflicts: Map<string, string>;
   /** Delivery count behind each conflict fragment (to reuse unchanged fragments). */
   conflictCounts: Map<string, number>;
@@ -368,13 +369,14 @@ export function computeParts(
   if (madeOnRead.has(previous)) throw new Error("computeParts: `previous` was made on read (canonical fragments), not for the store");
   const a = analyzeIdentityState(state);
   const rejectedPacket = boundsRejection(context, a);
+  const history = new Map<string, HistoryPart>();
   const parts: PartsView = {
     rejected: rejectedPacket === null ? null : canonicalJson(rejectedPacket),
     skeleton: "",
     accepted: a.unique.length,
     deliveries: state.deliveries,
     subjects: new Map(),
-    history: new Map(),
+    history,
     conflicts: new Map(),
     conflictCounts: new Map(),
   };
@@ -391,7 +393,7 @@ export function computeParts(
     const group = a.groupOf[i]!;
     const fingerprint = a.fingerprints[i]!;
     inTimeOf.get(group)!.push(obs);
-    parts.history.set(obs.observation_id, onRead ? new DeferredHistoryPart(obs, group.subjectId, fingerprint) : historyPart(obs, group.subjectId, fingerprint));
+    history.set(obs.observation_id, onRead ? new DeferredHistoryPart(obs, group.subjectId, fingerprint) : historyPart(obs, group.subjectId, fingerprint));
   }
   const proposals: PyObject[] = [];
   let failure: string | null = null;
@@ -434,7 +436,7 @@ interface PacketLists {
 function packetLists(parts: PartsView, inOrder: boolean): PacketLists {
   // Byte order, as Redis returns the members (and as Python orders the strings they encode).
   // Each member read once: a history part makes its member when read (historyPart).
-  const byMember = <T extends { readonly member: string }>(m: Map<string, T>) => sortedByBytes([...m.values()].map((x) => ({ x, member: x.member })), (e) => e.member).map((e) => e.x);
+  const byMember = <T extends { readonly member: string }>(m: ReadonlyMap<string, T>) => sortedByBytes([...m.values()].map((x) => ({ x, member: x.member })), (e) => e.member).map((e) => e.x);
   let history: HistoryPart[];
   if (parts.accepted > MAX_PROJECTION_HISTORY) {
     // The latest MAX_PROJECTION_HISTORY entries, and each subject's latest. By id (a member holds its id), so a
