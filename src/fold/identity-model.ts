@@ -269,7 +269,7 @@ export class IdentityModel {
     const ordinal = this.inc.deliveries + 1;
     if (ordinal > MAX_INDEX_ENTRIES) return null;
     if (ordinal === MAX_INDEX_ENTRIES) return sealedEntry(d);
-    const refs = (this.refs ??= IndexRefs.of(this.inc.fingerprints()));
+    const refs = (this.refs ??= IndexRefs.of(() => this.inc.fingerprints()));
     const prior = this.inc.representativeOf(d.observation.observation_id, d.fingerprint);
     if (prior === undefined) refs.add(d.fingerprint);
     const earlier = prior !== undefined && d.observation.created_at !== prior.created_at && compareOrder(d.observation, prior) < 0;

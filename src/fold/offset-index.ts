@@ -38,6 +38,7 @@ import { AsciiText } from "../core/ascii-text.js";
 import type { ReducerContext } from "../core/identity.js";
 import { foldDelivery, emptyIdentityState, type FingerprintState, type IdentityState } from "../core/identity-state.js";
 import type { Observation } from "../core/observation.js";
+import { insertAt } from "../core/list-edit.js";
 import { assembleParts, computeParts } from "../core/packet-parts.js";
 import { MAX_PROJECTION_OBSERVATIONS } from "../core/projection-limits.js";
 import { MufoldError } from "../errors.js";
@@ -90,42 +91,58 @@ function bucketOf(fingerprint: string): number {
 }
 
 /**
- * The payloads an identity knows, for the shortest refs: its fingerprints by
- * their first REF_MIN hex digits. A bucket is the fingerprint itself (almost
- * every bucket holds one), or a list once two share those digits. The
- * fingerprints are the state's own strings: a ref costs a kept payload one
- * map entry, not a copy, a view and a list (~100 bytes a payload before).
+ * The payloads an identity knows, for the shortest refs: each one's bucket
+ * key (its first REF_MIN hex digits as a number), sorted, a key a payload.
+ * Two payloads share a bucket rarely (a pair in ~70 identities of 44
+ * payloads, ~8 pairs among 1,024), and only then are fingerprints compared:
+ * `known` lists them, the state's own strings. A Map of the fingerprints by
+ * bucket cost a kept payload ~40 bytes; a key costs ~10.
  */
 export class IndexRefs {
-  private readonly buckets = new Map<number, string | string[]>();
+  private keys: number[] = [];
 
-  /** Every payload of a state (a model freshly loaded, or rebuilt): its fingerprints. */
-  static of(fingerprints: Iterable<string>): IndexRefs {
-    const refs = new IndexRefs();
-    for (const fingerprint of fingerprints) refs.add(fingerprint);
+  private constructor(private readonly known: () => Iterable<string>) {}
+
+  /** The refs of a state's payloads (a model freshly loaded, or rebuilt); `known` lists their fingerprints when asked. */
+  static of(known: () => Iterable<string>): IndexRefs {
+    const refs = new IndexRefs(known);
+    for (const fingerprint of known()) refs.keys.push(bucketOf(fingerprint));
+    refs.keys.sort((a, b) => a - b);
     return refs;
   }
 
+  /** A payload delivered for the first time: `known` lists it once the delivery is folded. */
   add(fingerprint: string): void {
     const key = bucketOf(fingerprint);
-    const bucket = this.buckets.get(key);
-    if (bucket === undefined) this.buckets.set(key, fingerprint);
-    else if (typeof bucket === "string") {
-      if (bucket !== fingerprint) this.buckets.set(key, [bucket, fingerprint]);
-    } else if (!bucket.includes(fingerprint)) bucket.push(fingerprint);
+    // A literal of one, not a push: an array pushed into from empty gets room for 17 (most models keep one payload).
+    if (this.keys.length === 0) this.keys = [key];
+    else insertAt(this.keys, firstAbove(this.keys, key), key);
   }
 
-  /** The shortest prefix of the fingerprint's hex that no other known payload shares (at least REF_MIN digits). */
+  /** The shortest prefix of a known fingerprint's hex that no other known payload shares (at least REF_MIN digits). */
   ref(fingerprint: string): string {
     let length = REF_MIN;
-    const bucket = this.buckets.get(bucketOf(fingerprint));
-    if (typeof bucket === "string") {
-      if (bucket !== fingerprint) length = Math.max(length, commonHex(fingerprint, bucket) + 1);
-    } else if (bucket !== undefined) {
-      for (const other of bucket) if (other !== fingerprint) length = Math.max(length, commonHex(fingerprint, other) + 1);
+    const key = bucketOf(fingerprint);
+    // Its own key is there: a second one is another payload's.
+    if (this.keys[firstAbove(this.keys, key - 1) + 1] === key) {
+      for (const other of this.known()) {
+        if (other !== fingerprint && bucketOf(other) === key) length = Math.max(length, commonHex(fingerprint, other) + 1);
+      }
     }
     return fingerprint.slice(FP_HEAD, FP_HEAD + length);
   }
+}
+
+/** Index of the first of the sorted `keys` above `key`. */
+function firstAbove(keys: readonly number[], key: number): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (keys[mid]! <= key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** The entry of a delivery (see the header). `prior`: the payload's earliest observation before this delivery, if it was delivered before. */

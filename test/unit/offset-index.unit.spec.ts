@@ -6,8 +6,16 @@
 import { describe, expect, it } from "vitest";
 import { MAX_INDEX_ENTRIES, packetAsOf, type LogPosition } from "../../src/fold/offset-index.js";
 import { Prng } from "../../producers/simulation.js";
+import { observationFingerprint } from "../../src/core/observation.js";
 import { fold, G, history, workload, type Placed } from "../support/indexed-identity.js";
 import { expectedPackets } from "../support/oracle.js";
+
+/** How many leading characters two strings share. */
+function sharedDigits(a: string, b: string): number {
+  let i = 0;
+  while (i < a.length && a[i] === b[i]) i++;
+  return i;
+}
 
 /** The oracle over the deliveries at or before the points (filtered here, not by the code under test). */
 function expected(placed: readonly Placed[], points: readonly LogPosition[], identity: string): string {
@@ -50,6 +58,16 @@ describe("as-of reads from the offset index", () => {
     const { store, identity, context } = await fold(placed, rng);
     const stored = await history(store, identity, context);
     expect(stored.index.some((e) => /[+.][0-9a-f]{5,}/.test(e)), "some ref is longer than the minimum").toBe(true);
+    // Each ref is the shortest prefix, of 4 digits at least, that no other payload delivered up to it shares
+    // (worked out here from the fingerprints; every delivery is indexed, in the order placed).
+    const known = new Set<string>();
+    placed.forEach((p, i) => {
+      const hex = observationFingerprint(p.observation).slice("muof_".length);
+      let length = 4;
+      for (const other of known) if (other !== hex) length = Math.max(length, sharedDigits(hex, other) + 1);
+      known.add(hex);
+      expect(/[+.]([0-9a-f]+)/.exec(stored.index[i]!)?.[1]).toBe(hex.slice(0, length));
+    });
     for (let i = 0; i < 12; i++) {
       const d = rng.pick(placed);
       const points = [{ partition: d.partition, offset: d.offset }, { partition: 1 - d.partition, offset: 1n << 40n }];
