@@ -77,7 +77,11 @@ export interface PartsChanges {
 
 interface Group extends SubjectGroup {
   mapKey: string;
-  /** The items in the reference's time order (compareOrder): their history members' byte order. */
+  /**
+   * The items in the reference's time order (compareOrder): their history members' byte order. While the
+   * group holds one observation (most do) it is the same list as `items` (see accept): two lists of one
+   * cost a cached subject ~56 bytes more.
+   */
   chronoObs: Observation[];
   /** Buckets and factors of `items` and of `chronoObs`, spliced with them; kept from FACTOR_LISTS_FROM items on. */
   factors: SubjectFactors | null;
@@ -369,16 +373,25 @@ export class IdentityParts {
     let group = this.groups.get(mapKey);
     if (group === undefined) {
       // Spelled out, not spread: a spread here cost ~2 µs a group (a profile of the fold). The lists start as
-      // literals of one: an element inserted or pushed into an empty array gets room for 17 (~130 bytes each
-      // unused), and most subjects keep one or two observations.
+      // one literal of one, shared: an element inserted or pushed into an empty array gets room for 17 (~130
+      // bytes unused), and most subjects keep one or two observations.
       // subjectGroupOf's group, made here without its own object and list first.
       const subjectId = subjectIdOf(full);
       const level = full.attribution_level;
       const digests = pooledList(full.memory_ref_digests); // `full`'s list may hold views into its record
       const key = level === "none" ? [subjectId] : digests;
-      group = { level, key, subjectId, digests, items: [obs], mapKey, chronoObs: [obs], factors: null };
+      const one = [obs];
+      group = { level, key, subjectId, digests, items: one, mapKey, chronoObs: one, factors: null };
       this.groups.set(mapKey, group);
       this.levels[group.level]++;
+    } else if (group.items === group.chronoObs) {
+      // One list of at most one: two orders of two are literals of two (an insert would make room for 17).
+      const other = group.items[0];
+      if (other === undefined) group.items.push(obs);
+      else {
+        group.items = other.observation_id < id ? [other, obs] : [obs, other];
+        group.chronoObs = compareOrder(other, obs) < 0 ? [other, obs] : [obs, other];
+      }
     } else {
       const i = lowerBound(group.items, id);
       insertAt(group.items, i, obs);
@@ -409,12 +422,15 @@ export class IdentityParts {
       const hash = partHash(historyEntryFragment(version.representative, version.fingerprint, group.subjectId));
       (dirty.gone ??= new Map()).set(id, { part: { member: version.member, fragment: "" }, hash });
     }
-    const i = lowerBound(group.items, id);
-    removeAt(group.items, i);
-    group.factors?.byId.remove(i);
-    const at = orderBound(group.chronoObs, version.representative);
-    removeAt(group.chronoObs, at);
-    group.factors?.inTime.remove(at);
+    if (group.items === group.chronoObs) group.items.pop(); // its one observation, in the one list of both orders
+    else {
+      const i = lowerBound(group.items, id);
+      removeAt(group.items, i);
+      group.factors?.byId.remove(i);
+      const at = orderBound(group.chronoObs, version.representative);
+      removeAt(group.chronoObs, at);
+      group.factors?.inTime.remove(at);
+    }
     dirty.groups.add(group);
     version.group = null;
     version.fragment = "";
