@@ -35,6 +35,12 @@ export class ObservationShelf {
     return this.bytes?.length ?? 0;
   }
 
+  /** Let go of every shelved field (no kept observation reads them any more: a model sealed past the bound). */
+  clear(): void {
+    this.bytes = null;
+    this.used = 0;
+  }
+
   /** Shelve `o`'s cold fields; returns where they start. */
   put(o: Observation): number {
     const start = this.used;

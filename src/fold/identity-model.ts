@@ -238,6 +238,7 @@ export class IdentityModel {
     if (applied === 0) return { ops: new PartOps(), watermarks, applied, skipped, conflicting, nextParts: parts, changes: null, change: null, changeText: null, reannounce };
     const changes = this.inc.flush();
     const sealing = !wasSealed && this.inc.sealed;
+    if (sealing) this.refs = null; // no entry past the bound needs a ref
     const ops = opsForChanges(before, parts, changes, sealing, entries.length + (recorded?.size ?? 0) + 3);
     if (!this.inc.sealed) {
       for (const id of recorded ?? []) {

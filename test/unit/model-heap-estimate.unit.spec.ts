@@ -35,4 +35,19 @@ describe("the cache's estimate of a model's heap", () => {
     // Not so far above that the bound wastes most of the memory it allows.
     expect(held).toBeGreaterThan(estimated / 2);
   });
+
+  it("is above what models past the delivery bound hold (they keep no observations)", () => {
+    // Measured as what dropping them frees: folding 1,100 deliveries an identity also fills bounded pools
+    // and memos shared by every model, which a difference from before the fold would count as theirs.
+    const models = new Map<string, IdentityModel>();
+    foldInto(models, 30, 1_100, 8);
+    expect([...models.values()].every((m) => m.sealed)).toBe(true);
+    let estimated = 0;
+    for (const m of models.values()) estimated += m.heapEstimate();
+    const withModels = heapUsed();
+    models.clear();
+    const held = withModels - heapUsed();
+    expect(held).toBeGreaterThan(0);
+    expect(held).toBeLessThan(estimated);
+  });
 });
