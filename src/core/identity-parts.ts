@@ -85,6 +85,8 @@ interface Group extends SubjectGroup {
   chronoObs: Observation[];
   /** Buckets and factors of `items` and of `chronoObs`, spliced with them; kept from FACTOR_LISTS_FROM items on. */
   factors: SubjectFactors | null;
+  /** Where the identity's shelf holds the element hash of its stored part; -1 before its first flush. */
+  hashAt: number;
 }
 
 /**
@@ -224,7 +226,7 @@ export class IdentityParts {
    * raised what survives a scavenge by ~2.3 KB a record in the fold (bench/heap-traffic.ts).
    */
   private dirty: Dirty | null = null;
-  /** The sum of the stored parts' element hashes; a subject's and a history entry's is on its part, a conflict's here. */
+  /** The sum of the stored parts' element hashes: a subject's is on the shelf, a conflict's in conflictHashes. */
   private readonly sum = new Sum256();
   private conflictHashes: Map<string, string> | null = null;
   /** The kept observations' bytes (shelved-observation.ts). */
@@ -381,7 +383,7 @@ export class IdentityParts {
       const digests = pooledList(full.memory_ref_digests); // `full`'s list may hold views into its record
       const key = level === "none" ? [subjectId] : digests;
       const one = [obs];
-      group = { level, key, subjectId, digests, items: one, mapKey, chronoObs: one, factors: null };
+      group = { level, key, subjectId, digests, items: one, mapKey, chronoObs: one, factors: null, hashAt: -1 };
       this.groups.set(mapKey, group);
       this.levels[group.level]++;
     } else if (group.items === group.chronoObs) {
@@ -457,7 +459,8 @@ export class IdentityParts {
     const dirty = this.dirty;
     for (const group of dirty?.groups ?? []) {
       const before = parts.subjects.get(group.subjectId);
-      const beforeHash = before?.hash;
+      // (a group has a stored part once flushed, and its hash slot since)
+      const beforeHash = before === undefined ? undefined : this.shelf.hashAt(group.hashAt);
       if (beforeHash !== undefined) this.sum.add(beforeHash, -1);
       if (before?.conflict === true) this.conflictSubjects?.delete(group.subjectId);
       this.failing?.delete(group.subjectId);
@@ -472,7 +475,9 @@ export class IdentityParts {
         if (typeof after.fragment === "string") flat(after.fragment);
         if (after.proposal !== null) flat(after.proposal);
         parts.subjects.set(group.subjectId, after);
-        after.hash = afterHash = partHash(after.fragment, after.proposal);
+        afterHash = partHash(after.fragment, after.proposal);
+        if (group.hashAt < 0) group.hashAt = this.shelf.hashSlot();
+        this.shelf.putHash(group.hashAt, afterHash);
         this.sum.add(afterHash, 1);
         if (after.conflict) (this.conflictSubjects ??= new Set()).add(group.subjectId);
         if (after.recheckFailure !== null) (this.failing ??= new Map()).set(group.subjectId, group);

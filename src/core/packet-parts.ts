@@ -37,8 +37,6 @@ export interface SubjectPart {
   items: readonly Observation[];
   /** The first field the reference's readback re-reduction (in time order) disagrees on, if any. */
   recheckFailure: string | null;
-  /** Its element hash of the content digest, set once the incremental parts hold it (identity-parts.ts); else "". */
-  hash: string;
 }
 
 export interface HistoryPart {
@@ -186,8 +184,6 @@ export function subjectPartOf(
  * when the subject first appears and a read past the history bound.
  */
 class MadeSubjectPart implements SubjectPart {
-  hash = "";
-
   constructor(
     private readonly group: SubjectGroup,
     private readonly latestObs: Observation,

@@ -16,11 +16,13 @@
  * bytes of shelf.
  */
 import { detached } from "./flat-string.js";
+import { latin1 } from "./repeated-strings.js";
 import type { ReducerContext } from "./identity.js";
 import { OBSERVATION_SCHEMA_VERSION, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityLabel } from "./observation-model.js";
 
 /**
- * An identity's shelved fields, one observation's after another's. Each
+ * An identity's shelved fields, one observation's after another's, and its
+ * subjects' element hashes (32 bytes each, in slots rewritten in place). Each
  * string is a varint (LEB128) head, then its bytes: an ASCII string a byte a
  * character, any other its UTF-16 code units (exact for every JS string); the
  * head is the byte length, shifted left once, with 1 for UTF-16. Each list is
@@ -39,6 +41,24 @@ export class ObservationShelf {
   clear(): void {
     this.bytes = null;
     this.used = 0;
+  }
+
+  /**
+   * Room for an element hash (part-hash.ts: 32 latin1 characters, a byte each); returns where. A cached
+   * subject kept its hash as a 48-byte string on the heap, which the collector copied and marked.
+   */
+  hashSlot(): number {
+    return this.reserve(32);
+  }
+
+  putHash(at: number, h: string): void {
+    const b = this.bytes!;
+    for (let i = 0; i < 32; i++) b[at + i] = h.charCodeAt(i);
+  }
+
+  /** The hash at `at`, as `putHash` took it. */
+  hashAt(at: number): string {
+    return latin1(this.bytes!, at, at + 32);
   }
 
   /** Shelve `o`'s cold fields; returns where they start. */
