@@ -22,7 +22,7 @@ import { hash } from "node:crypto";
 import { AsciiDigest } from "./digest.js";
 import { canonicalJson } from "./canonical-json.js";
 import { compactJson } from "./compact-json.js";
-import { conflictEntry, compareGroupKeys, subjectGroupKey, type SubjectGroup } from "./identity-analysis.js";
+import { conflictEntry, compareGroupKeys, type SubjectGroup } from "./identity-analysis.js";
 import { subjectIdOf, type ReducerContext } from "./identity.js";
 import { flat } from "./flat-string.js";
 import { deliveriesOf, versionOf, type FingerprintState, type IdentityState } from "./identity-state.js";
@@ -76,7 +76,8 @@ export interface PartsChanges {
 }
 
 interface Group extends SubjectGroup {
-  mapKey: string;
+  /** Its part as the last flush left it (the store's), null before its first flush. */
+  part: SubjectPart | null;
   /**
    * The items in the reference's time order (compareOrder): their history members' byte order. While the
    * group holds one observation (most do) it is the same list as `items` (see accept): two lists of one
@@ -155,6 +156,11 @@ function keptVersion(fingerprint: string, representative: Observation, count: nu
  */
 type Versions = KeptVersion | KeptVersion[];
 
+/** A group's stored part. */
+function partOf(group: Group): SubjectPart | undefined {
+  return group.part ?? undefined;
+}
+
 /** An id's history part: its version while it is accepted (one version, in a subject group). */
 function historyOf(versions: Versions): KeptVersion | undefined {
   return Array.isArray(versions) || versions.group === null ? undefined : versions;
@@ -198,19 +204,25 @@ const packetDigest = new AsciiDigest();
 export class IdentityParts {
   /** Every id's versions. */
   private readonly byId = new Map<string, Versions>();
+  /**
+   * The subject groups, by subject id: the contract's identity of a subject (a sha256 of its level, memory
+   * digests and, at level none, receipt), so the map shares each group's id string. Keyed by those fields
+   * joined instead, a cached subject kept a ~50-byte key more, and a second Map held its part.
+   */
+  private readonly groups = new Map<string, Group>();
   private delivered = 0;
   readonly parts: PartsView = {
     rejected: null,
     skeleton: "",
     accepted: 0,
     deliveries: 0,
-    subjects: new Map(),
+    // A group's part; every group has one once flushed (an emptied group is dropped then): read only then.
+    subjects: new PickedMap(this.groups, partOf, () => this.groups.size),
     // The accepted versions are the history parts (KeptVersion), as stored once flushed: read only then.
     history: new PickedMap(this.byId, historyOf, () => this.parts.accepted),
     conflicts: NO_CONFLICTS,
     conflictCounts: NO_CONFLICT_COUNTS,
   };
-  private readonly groups = new Map<string, Group>();
   private readonly levels: LevelCounts = { item: 0, set: 0, none: 0 };
   private duplicates = 0;
   /** Observations the state keeps: one representative per (id, fingerprint). */
@@ -230,7 +242,7 @@ export class IdentityParts {
   private readonly sum = new Sum256();
   private conflictHashes: Map<string, string> | null = null;
   /** The kept observations' bytes (shelved-observation.ts). */
-  private readonly shelf = new ObservationShelf();
+  private readonly shelf: ObservationShelf;
 
   /** Past the delivery bound: the packet is a constant rejected packet and nothing else is kept. */
   private isSealed = false;
@@ -240,6 +252,7 @@ export class IdentityParts {
 
   constructor(context: ReducerContext) {
     this.context = ownedContext(context);
+    this.shelf = new ObservationShelf(this.context);
   }
 
   get sealed(): boolean {
@@ -340,7 +353,7 @@ export class IdentityParts {
   }
 
   private keptCopy(obs: Observation, owned: boolean): Observation {
-    return ofContext(obs, this.context) ? new ShelvedObservation(obs, owned, this.context, this.shelf) : ownedObservation(obs, this.context);
+    return ofContext(obs, this.context) ? new ShelvedObservation(obs, owned, this.shelf) : ownedObservation(obs, this.context);
   }
 
   /** Load stored state (every id's versions) without per-delivery bookkeeping; flush afterwards. */
@@ -370,21 +383,19 @@ export class IdentityParts {
     const obs = version.representative;
     const id = obs.observation_id;
     const fingerprint = version.fingerprint;
-    // The subject id (a sha256) is a function of what the map key holds: computed only for a new group.
-    const mapKey = subjectGroupKey(full);
-    let group = this.groups.get(mapKey);
+    const subjectId = subjectIdOf(full);
+    let group = this.groups.get(subjectId);
     if (group === undefined) {
       // Spelled out, not spread: a spread here cost ~2 µs a group (a profile of the fold). The lists start as
       // one literal of one, shared: an element inserted or pushed into an empty array gets room for 17 (~130
       // bytes unused), and most subjects keep one or two observations.
       // subjectGroupOf's group, made here without its own object and list first.
-      const subjectId = subjectIdOf(full);
       const level = full.attribution_level;
       const digests = pooledList(full.memory_ref_digests); // `full`'s list may hold views into its record
       const key = level === "none" ? [subjectId] : digests;
       const one = [obs];
-      group = { level, key, subjectId, digests, items: one, mapKey, chronoObs: one, factors: null, hashAt: -1 };
-      this.groups.set(mapKey, group);
+      group = { level, key, subjectId, digests, items: one, chronoObs: one, factors: null, hashAt: -1, part: null };
+      this.groups.set(subjectId, group);
       this.levels[group.level]++;
     } else if (group.items === group.chronoObs) {
       // One list of at most one: two orders of two are literals of two (an insert would make room for 17).
@@ -458,7 +469,7 @@ export class IdentityParts {
     if (this.isSealed) return changes;
     const dirty = this.dirty;
     for (const group of dirty?.groups ?? []) {
-      const before = parts.subjects.get(group.subjectId);
+      const before = group.part ?? undefined;
       // (a group has a stored part once flushed, and its hash slot since)
       const beforeHash = before === undefined ? undefined : this.shelf.hashAt(group.hashAt);
       if (beforeHash !== undefined) this.sum.add(beforeHash, -1);
@@ -467,14 +478,13 @@ export class IdentityParts {
       let after: SubjectPart | undefined;
       let afterHash: string | undefined;
       if (group.items.length === 0) {
-        this.groups.delete(group.mapKey);
+        this.groups.delete(group.subjectId);
         this.levels[group.level]--;
-        parts.subjects.delete(group.subjectId);
       } else {
         after = subjectPartOf(group, group.chronoObs, group.factors ?? undefined); // (its `items` is the group's live list: not for computeParts' reuse)
         if (typeof after.fragment === "string") flat(after.fragment);
         if (after.proposal !== null) flat(after.proposal);
-        parts.subjects.set(group.subjectId, after);
+        group.part = after;
         afterHash = partHash(after.fragment, after.proposal);
         if (group.hashAt < 0) group.hashAt = this.shelf.hashSlot();
         this.shelf.putHash(group.hashAt, afterHash);
@@ -572,7 +582,7 @@ export class IdentityParts {
     this.byId.clear();
     this.shelf.clear(); // (what only the dropped observations read: ~200 KB at the bound)
     this.representatives = 0;
-    for (const map of [this.groups, this.parts.subjects]) map.clear();
+    this.groups.clear();
     this.parts.conflicts = NO_CONFLICTS;
     this.parts.conflictCounts = NO_CONFLICT_COUNTS;
     this.failing = null;
@@ -596,7 +606,7 @@ export class IdentityParts {
     if (this.groups.size > MAX_PROJECTION_SUBJECTS) return canonicalJson(rejectedProjection(this.context, ["projection_subject_limit_exceeded"], accepted));
     if (this.failing === null || this.failing.size === 0 || accepted > MAX_PROJECTION_HISTORY) return null;
     const first = [...this.failing.values()].sort(compareGroupKeys)[0]!;
-    return invalidRequestJson(`projection subject ${first.subjectId} ${this.parts.subjects.get(first.subjectId)!.recheckFailure} is inconsistent`);
+    return invalidRequestJson(`projection subject ${first.subjectId} ${first.part!.recheckFailure} is inconsistent`);
   }
 
   /**

@@ -53,7 +53,8 @@ export interface PartsView {
   skeleton: string;
   accepted: number;
   deliveries: number;
-  subjects: Map<string, SubjectPart>;
+  /** By subject id (read-only: the incremental parts' is a view of their subject groups). */
+  subjects: ReadonlyMap<string, SubjectPart>;
   /** By observation id (read-only: the incremental parts' is a view of their accepted versions). */
   history: ReadonlyMap<string, HistoryPart>;
   conflicts: Map<string, string>;
@@ -366,12 +367,13 @@ export function computeParts(
   const a = analyzeIdentityState(state);
   const rejectedPacket = boundsRejection(context, a);
   const history = new Map<string, HistoryPart>();
+  const subjects = new Map<string, SubjectPart>();
   const parts: PartsView = {
     rejected: rejectedPacket === null ? null : canonicalJson(rejectedPacket),
     skeleton: "",
     accepted: a.unique.length,
     deliveries: state.deliveries,
-    subjects: new Map(),
+    subjects,
     history,
     conflicts: new Map(),
     conflictCounts: new Map(),
@@ -399,7 +401,7 @@ export function computeParts(
     const part = prior !== undefined && sameItems(prior.items, group.items) ? prior : subjectPartOf(group, inTime, undefined, onRead ? "canonical" : "stored");
     if (failure === null && part.recheckFailure !== null) failure = `projection subject ${group.subjectId} ${part.recheckFailure} is inconsistent`;
     if (part.proposal !== null) proposals.push({ state: part.conflict ? "conflict" : "review" });
-    parts.subjects.set(group.subjectId, part);
+    subjects.set(group.subjectId, part);
   }
   for (const c of a.conflicts) {
     const id = c.observation_id as string;

@@ -32,6 +32,9 @@ export class ObservationShelf {
   private bytes: Buffer | null = null;
   private used = 0;
 
+  /** `context`: the identity's (owned), whose scope and snapshot refs every observation shelved here has. */
+  constructor(readonly context: ReducerContext) {}
+
   /** Bytes held (the model's memory estimate counts them with its observations). */
   get capacity(): number {
     return this.bytes?.length ?? 0;
@@ -92,7 +95,8 @@ export class ObservationShelf {
   }
 
   /** The fields `put` shelved at `start`, as an observation with the rest from `kept` (see ShelvedObservation.full). */
-  read(start: number, kept: ShelvedObservation, context: ReducerContext): Observation {
+  read(start: number, kept: ShelvedObservation): Observation {
+    const context = this.context;
     cursor = start;
     const application_receipt_id = this.getString();
     const outcome_ref = this.getString();
@@ -249,7 +253,6 @@ export class ShelvedObservation implements Observation {
   constructor(
     o: Observation,
     owned: boolean,
-    private readonly context: ReducerContext,
     private readonly shelf: ObservationShelf,
   ) {
     this.observation_id = owned ? o.observation_id : detached(o.observation_id);
@@ -265,7 +268,7 @@ export class ShelvedObservation implements Observation {
   /** The observation as a plain object, rebuilt from the shelf (for the rare reader of a shelved field). */
   full(): Observation {
     if (last.of !== this) {
-      last.rebuilt = this.shelf.read(this.at, this, this.context);
+      last.rebuilt = this.shelf.read(this.at, this);
       last.of = this;
     }
     return last.rebuilt!;
@@ -275,13 +278,13 @@ export class ShelvedObservation implements Observation {
     return OBSERVATION_SCHEMA_VERSION;
   }
   get scope(): Observation["scope"] {
-    return this.context.scope;
+    return this.shelf.context.scope;
   }
   get retrieval_snapshot_ref(): string {
-    return this.context.retrieval_snapshot_ref;
+    return this.shelf.context.retrieval_snapshot_ref;
   }
   get policy_snapshot_ref(): string {
-    return this.context.policy_snapshot_ref;
+    return this.shelf.context.policy_snapshot_ref;
   }
   get application_receipt_id(): string {
     return this.full().application_receipt_id;

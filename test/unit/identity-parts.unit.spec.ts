@@ -27,6 +27,8 @@ function comparable(p: PartsView) {
     subjects: Object.fromEntries([...p.subjects].map(([id, s]) => [id, [s.member, fragmentText(s.fragment), s.proposal, s.latest]])),
     history: Object.fromEntries([...p.history].map(([id, h]) => [id, [h.member, fragmentText(h.fragment)]])),
     conflicts: Object.fromEntries(p.conflicts),
+    // (the incremental parts' subjects and history are views: their sizes are counted apart from their entries)
+    sizes: [p.subjects.size, p.history.size, p.conflicts.size],
   };
 }
 

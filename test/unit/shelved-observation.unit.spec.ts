@@ -49,9 +49,9 @@ describe("a shelved observation", () => {
       fc.property(
         fc.array(fc.record({ application_receipt_id: text, outcome_ref: text, evaluator_ref: text, evaluation_version: text, evidence_refs: list, memory_ref_digests: list, reason_codes: list }), { minLength: 1, maxLength: 40 }),
         (rows) => {
-          const shelf = new ObservationShelf();
+          const shelf = new ObservationShelf(context);
           const originals = rows.map((fields, i) => variant(fields, i));
-          const kept = originals.map((o) => new ShelvedObservation(o, false, context, shelf));
+          const kept = originals.map((o) => new ShelvedObservation(o, false, shelf));
           originals.forEach((o, i) => expectSame(kept[i]!, o)); // read after all were written: the shelf grew meanwhile
         },
       ),
@@ -60,29 +60,29 @@ describe("a shelved observation", () => {
   });
 
   it("keeps a string whose length takes three varint bytes, and what follows it", () => {
-    const shelf = new ObservationShelf();
+    const shelf = new ObservationShelf(context);
     const long = variant({ outcome_ref: "o".repeat(20_000), reason_codes: ["r".repeat(16_384), "é\ud800"] }, 1);
     const next = variant({ evaluator_ref: "evaluator:after" }, 2);
-    const [a, b] = [new ShelvedObservation(long, false, context, shelf), new ShelvedObservation(next, false, context, shelf)];
+    const [a, b] = [new ShelvedObservation(long, false, shelf), new ShelvedObservation(next, false, shelf)];
     expectSame(a, long);
     expectSame(b, next);
   });
 
   it("after a string that is not ASCII starts one over, leaves no stray bytes for the next", () => {
-    const shelf = new ObservationShelf();
+    const shelf = new ObservationShelf(context);
     const originals = [
       variant({ reason_codes: ["ascii", "then \u00e9"] }, 1), // its last string turns the write over
       variant({}, 2),
       variant({ application_receipt_id: "\u4e2d\ud83d\ude00" }, 3), // its first one does
       variant({}, 4),
     ];
-    const kept = originals.map((o) => new ShelvedObservation(o, false, context, shelf));
+    const kept = originals.map((o) => new ShelvedObservation(o, false, shelf));
     originals.forEach((o, i) => expectSame(kept[i]!, o));
   });
 
   it("holds its shelved fields on the shelf, not on itself", () => {
-    const shelf = new ObservationShelf();
-    const kept = new ShelvedObservation(base, false, context, shelf);
+    const shelf = new ObservationShelf(context);
+    const kept = new ShelvedObservation(base, false, shelf);
     expect(shelf.capacity).toBeGreaterThanOrEqual(base.application_receipt_id.length + base.outcome_ref.length);
     expect(Object.keys(kept)).not.toContain("application_receipt_id");
     expect(kept.scope).toBe(context.scope); // the context's, not a copy
