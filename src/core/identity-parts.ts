@@ -76,8 +76,8 @@ export interface PartsChanges {
 }
 
 interface Group extends SubjectGroup {
-  /** Its part as the last flush left it (the store's), null before its first flush. */
-  part: SubjectPart | null;
+  /** Its part as the last flush left it (the store's), undefined before its first flush. */
+  part: SubjectPart | undefined;
   /**
    * The items in the reference's time order (compareOrder): their history members' byte order. While the
    * group holds one observation (most do) it is the same list as `items` (see accept): two lists of one
@@ -145,21 +145,12 @@ class KeptVersion implements FingerprintState, HistoryPart {
   }
 }
 
-function keptVersion(fingerprint: string, representative: Observation, count: number): KeptVersion {
-  return new KeptVersion(fingerprint, representative, count);
-}
-
 /**
  * An id's versions: its one version (almost every id: a list of one cost a
  * cached observation ~56 bytes, its array and its elements), or the list
  * once a second payload came.
  */
 type Versions = KeptVersion | KeptVersion[];
-
-/** A group's stored part. */
-function partOf(group: Group): SubjectPart | undefined {
-  return group.part ?? undefined;
-}
 
 /** An id's history part: its version while it is accepted (one version, in a subject group). */
 function historyOf(versions: Versions): KeptVersion | undefined {
@@ -217,7 +208,7 @@ export class IdentityParts {
     accepted: 0,
     deliveries: 0,
     // A group's part; every group has one once flushed (an emptied group is dropped then): read only then.
-    subjects: new PickedMap(this.groups, partOf, () => this.groups.size),
+    subjects: new PickedMap(this.groups, (group: Group) => group.part, () => this.groups.size),
     // The accepted versions are the history parts (KeptVersion), as stored once flushed: read only then.
     history: new PickedMap(this.byId, historyOf, () => this.parts.accepted),
     conflicts: NO_CONFLICTS,
@@ -310,7 +301,7 @@ export class IdentityParts {
     const entry = this.byId.get(obs.observation_id);
     if (entry === undefined) {
       const own = this.keptCopy(obs, owned);
-      const version = keptVersion(fingerprint, own, 1);
+      const version = new KeptVersion(fingerprint, own, 1);
       this.byId.set(own.observation_id, version);
       this.representatives++;
       this.accept(version, obs);
@@ -330,7 +321,7 @@ export class IdentityParts {
         return "duplicate";
       }
       // A second payload: the id becomes a conflict, its versions a list.
-      this.byId.set(entry.representative.observation_id, [entry, keptVersion(fingerprint, this.keptCopy(obs, owned), 1)]);
+      this.byId.set(entry.representative.observation_id, [entry, new KeptVersion(fingerprint, this.keptCopy(obs, owned), 1)]);
       this.representatives++;
       this.unaccept(entry);
       this.conflictingDeliveries += entry.count + 1;
@@ -347,7 +338,7 @@ export class IdentityParts {
       if (compareOrder(obs, prior.representative) < 0) prior.representative = this.keptCopy(obs, owned);
       return "duplicate";
     }
-    entry.push(keptVersion(fingerprint, this.keptCopy(obs, owned), 1));
+    entry.push(new KeptVersion(fingerprint, this.keptCopy(obs, owned), 1));
     this.representatives++;
     return "conflict";
   }
@@ -361,7 +352,7 @@ export class IdentityParts {
     this.delivered = deliveries;
     for (const [id, read] of byId) {
       // Kept copies (read from stored fragments: see fold), as versions of the parts' own shape.
-      const versions = read.map((v) => keptVersion(v.fingerprint, this.keptCopy(v.representative, false), v.count));
+      const versions = read.map((v) => new KeptVersion(v.fingerprint, this.keptCopy(v.representative, false), v.count));
       this.byId.set(id, versions.length === 1 ? versions[0]! : versions);
       this.representatives += versions.length;
       const count = deliveriesOf(versions);
@@ -394,7 +385,7 @@ export class IdentityParts {
       const digests = pooledList(full.memory_ref_digests); // `full`'s list may hold views into its record
       const key = level === "none" ? [subjectId] : digests;
       const one = [obs];
-      group = { level, key, subjectId, digests, items: one, chronoObs: one, factors: null, hashAt: -1, part: null };
+      group = { level, key, subjectId, digests, items: one, chronoObs: one, factors: null, hashAt: -1, part: undefined };
       this.groups.set(subjectId, group);
       this.levels[group.level]++;
     } else if (group.items === group.chronoObs) {
@@ -469,7 +460,7 @@ export class IdentityParts {
     if (this.isSealed) return changes;
     const dirty = this.dirty;
     for (const group of dirty?.groups ?? []) {
-      const before = group.part ?? undefined;
+      const before = group.part;
       // (a group has a stored part once flushed, and its hash slot since)
       const beforeHash = before === undefined ? undefined : this.shelf.hashAt(group.hashAt);
       if (beforeHash !== undefined) this.sum.add(beforeHash, -1);

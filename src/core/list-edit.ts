@@ -16,3 +16,15 @@ export function removeAt<T>(list: T[], at: number): void {
   for (let i = at; i < list.length - 1; i++) list[i] = list[i + 1]!;
   list.length--;
 }
+
+/** Index of the first of the sorted `list` above `key` (numbers by value, strings by code unit, as `<=` compares them). */
+export function firstAbove<T extends number | string>(list: readonly T[], key: T): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list[mid]! <= key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

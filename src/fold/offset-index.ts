@@ -38,7 +38,7 @@ import { AsciiText } from "../core/ascii-text.js";
 import type { ReducerContext } from "../core/identity.js";
 import { foldDelivery, emptyIdentityState, type FingerprintState, type IdentityState } from "../core/identity-state.js";
 import type { Observation } from "../core/observation.js";
-import { insertAt } from "../core/list-edit.js";
+import { firstAbove, insertAt } from "../core/list-edit.js";
 import { assembleParts, computeParts } from "../core/packet-parts.js";
 import { MAX_PROJECTION_OBSERVATIONS } from "../core/projection-limits.js";
 import { MufoldError } from "../errors.js";
@@ -131,18 +131,6 @@ export class IndexRefs {
     }
     return fingerprint.slice(FP_HEAD, FP_HEAD + length);
   }
-}
-
-/** Index of the first of the sorted `keys` above `key`. */
-function firstAbove(keys: readonly number[], key: number): number {
-  let lo = 0;
-  let hi = keys.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (keys[mid]! <= key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** The entry of a delivery (see the header). `prior`: the payload's earliest observation before this delivery, if it was delivered before. */

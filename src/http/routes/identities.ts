@@ -1,5 +1,6 @@
 /** GET /v1/identities?limit=&cursor=: the live generation's identities in sorted order, a page at a time. */
 import { IDENTITY_PATTERN } from "../../core/index.js";
+import { firstAbove } from "../../core/list-edit.js";
 import type { ProjectionSource } from "../projection-source.js";
 import { HttpError, jsonReply, type Reply } from "../reply.js";
 import { singleParam, type RequestContext } from "../request.js";
@@ -24,20 +25,9 @@ export async function identities({ query }: RequestContext, { source }: Identiti
   }
   const gen = await source.generation();
   const sorted = await source.identities(gen);
-  const start = cursor === undefined || cursor === "" ? 0 : firstAfter(sorted, cursor);
+  const start = cursor === undefined || cursor === "" ? 0 : firstAbove(sorted, cursor);
   const page = sorted.slice(start, start + limit);
   const more = start + limit < sorted.length;
   return jsonReply(200, { generation: gen, identities: page, next_cursor: more ? page[page.length - 1]! : null }, { "cache-control": "no-cache" });
 }
 
-/** First index whose identity sorts after `cursor` (ids are sorted by code unit, as Array.prototype.sort does). */
-function firstAfter(sorted: readonly string[], cursor: string): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sorted[mid]! <= cursor) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
