@@ -74,15 +74,12 @@ export function emptyParts(): PartsView {
 }
 
 /**
- * The history part of an accepted observation: `kept` is the observation its
- * model keeps, `full` the one it was made from (equal but for where its
- * strings live), whose fields the fragment is written from. The member is made
- * from the kept observation's created_at and id whenever it is read: kept, it
- * was ~130 bytes of string a cached observation held only to order and to
- * write (the model orders its history by compareOrder, the same order).
+ * The history part of an accepted observation, its fragment written now. The
+ * member is made from the observation's created_at and id when read (as the
+ * incremental parts' kept versions make theirs, identity-parts.ts).
  */
-export function historyPart(kept: Observation, subjectId: string, fingerprint: string, full: Observation = kept): HistoryPart {
-  return new KeptHistoryPart(kept, historyEntryFragment(full, fingerprint, subjectId));
+function historyPart(obs: Observation, subjectId: string, fingerprint: string): HistoryPart {
+  return new KeptHistoryPart(obs, historyEntryFragment(obs, fingerprint, subjectId));
 }
 
 class KeptHistoryPart implements HistoryPart {
