@@ -25,7 +25,7 @@ import { compactJson } from "./compact-json.js";
 import { conflictEntry, compareGroupKeys, type SubjectGroup } from "./identity-analysis.js";
 import { subjectIdOf, type ReducerContext } from "./identity.js";
 import { flat } from "./flat-string.js";
-import { deliveriesOf, versionOf, type FingerprintState, type IdentityState } from "./identity-state.js";
+import { deliveriesOf, type FingerprintState, type IdentityState } from "./identity-state.js";
 import type { Observation } from "./observation.js";
 import { compareOrder } from "./ordering.js";
 import { ofContext, ownedContext, ownedObservation, pooledList } from "./owned-observation.js";
@@ -132,17 +132,52 @@ const NO_CONFLICT_COUNTS = new NoEntries<number>();
 class KeptVersion implements FingerprintState, HistoryPart {
   group: Group | null = null;
   fragment: Fragment = "";
+  private rep: Observation;
+  /** Its fingerprint, or null while its representative holds it on the shelf (ShelvedObservation.holdsFingerprint). */
+  private fp: string | null;
 
   constructor(
-    readonly fingerprint: string,
-    public representative: Observation,
+    fingerprint: string,
+    representative: Observation,
     public count: number,
-  ) {}
+  ) {
+    this.rep = representative;
+    this.fp = shelvedWith(representative) ? null : fingerprint;
+  }
+
+  get representative(): Observation {
+    return this.rep;
+  }
+
+  /** An earlier delivery of the same payload represents it now (made by keptCopy with `fingerprint`, this version's). */
+  represent(representative: Observation, fingerprint: string): void {
+    this.rep = representative;
+    this.fp = shelvedWith(representative) ? null : fingerprint;
+  }
+
+  /** Made when read from the shelf (rare: a payload delivered again, a conflict, the refs of a loaded model). */
+  get fingerprint(): string {
+    return this.fp ?? (this.rep as ShelvedObservation).shelvedFingerprint();
+  }
+
+  hasFingerprint(fingerprint: string): boolean {
+    return this.fp !== null ? this.fp === fingerprint : (this.rep as ShelvedObservation).hasFingerprint(fingerprint);
+  }
 
   /** Made when read, from the representative (see historyPart). */
   get member(): string {
     return historyMember(this.representative.created_at, this.representative.observation_id);
   }
+}
+
+function shelvedWith(representative: Observation): boolean {
+  return representative instanceof ShelvedObservation && representative.holdsFingerprint;
+}
+
+/** The version of `versions` with this fingerprint (versionOf without a string made per version). */
+function withFingerprint(versions: readonly KeptVersion[], fingerprint: string): KeptVersion | undefined {
+  for (const v of versions) if (v.hasFingerprint(fingerprint)) return v;
+  return undefined;
 }
 
 /**
@@ -270,8 +305,8 @@ export class IdentityParts {
   representativeOf(id: string, fingerprint: string): Observation | undefined {
     const entry = this.byId.get(id);
     if (entry === undefined) return undefined;
-    if (!Array.isArray(entry)) return entry.fingerprint === fingerprint ? entry.representative : undefined;
-    return versionOf(entry, fingerprint)?.representative;
+    if (!Array.isArray(entry)) return entry.hasFingerprint(fingerprint) ? entry.representative : undefined;
+    return withFingerprint(entry, fingerprint)?.representative;
   }
 
   /** Every kept version's fingerprint. */
@@ -300,28 +335,28 @@ export class IdentityParts {
     // keys the state and the parts with is a kept observation's (the delivery's own may be a view into its record).
     const entry = this.byId.get(obs.observation_id);
     if (entry === undefined) {
-      const own = this.keptCopy(obs, owned);
+      const own = this.keptCopy(obs, owned, fingerprint);
       const version = new KeptVersion(fingerprint, own, 1);
       this.byId.set(own.observation_id, version);
       this.representatives++;
-      this.accept(version, obs);
+      this.accept(version, obs, fingerprint);
       return "new";
     }
     if (!Array.isArray(entry)) {
       // An accepted id (its one version, kept without a list).
-      if (entry.fingerprint === fingerprint) {
+      if (entry.hasFingerprint(fingerprint)) {
         entry.count++;
         this.duplicates++;
         if (compareOrder(obs, entry.representative) < 0) {
-          const earlier = this.keptCopy(obs, owned);
+          const earlier = this.keptCopy(obs, owned, fingerprint);
           this.unaccept(entry);
-          entry.representative = earlier;
-          this.accept(entry, obs);
+          entry.represent(earlier, fingerprint);
+          this.accept(entry, obs, fingerprint);
         }
         return "duplicate";
       }
       // A second payload: the id becomes a conflict, its versions a list.
-      this.byId.set(entry.representative.observation_id, [entry, new KeptVersion(fingerprint, this.keptCopy(obs, owned), 1)]);
+      this.byId.set(entry.representative.observation_id, [entry, new KeptVersion(fingerprint, this.keptCopy(obs, owned, fingerprint), 1)]);
       this.representatives++;
       this.unaccept(entry);
       this.conflictingDeliveries += entry.count + 1;
@@ -331,20 +366,21 @@ export class IdentityParts {
     // A conflict: every further delivery of its id counts toward it.
     this.conflictingDeliveries++;
     this.touchConflict(entry[0]!.representative.observation_id);
-    const prior = versionOf(entry, fingerprint);
+    const prior = withFingerprint(entry, fingerprint);
     if (prior !== undefined) {
       prior.count++;
       this.duplicates++;
-      if (compareOrder(obs, prior.representative) < 0) prior.representative = this.keptCopy(obs, owned);
+      if (compareOrder(obs, prior.representative) < 0) prior.represent(this.keptCopy(obs, owned, fingerprint), fingerprint);
       return "duplicate";
     }
-    entry.push(new KeptVersion(fingerprint, this.keptCopy(obs, owned), 1));
+    entry.push(new KeptVersion(fingerprint, this.keptCopy(obs, owned, fingerprint), 1));
     this.representatives++;
     return "conflict";
   }
 
-  private keptCopy(obs: Observation, owned: boolean): Observation {
-    return ofContext(obs, this.context) ? new ShelvedObservation(obs, owned, this.shelf) : ownedObservation(obs, this.context);
+  /** `fingerprint`: its version's, shelved with it (a kept string was ~88 bytes of heap an observation). */
+  private keptCopy(obs: Observation, owned: boolean, fingerprint: string): Observation {
+    return ofContext(obs, this.context) ? new ShelvedObservation(obs, owned, this.shelf, fingerprint) : ownedObservation(obs, this.context);
   }
 
   /** Load stored state (every id's versions) without per-delivery bookkeeping; flush afterwards. */
@@ -352,12 +388,12 @@ export class IdentityParts {
     this.delivered = deliveries;
     for (const [id, read] of byId) {
       // Kept copies (read from stored fragments: see fold), as versions of the parts' own shape.
-      const versions = read.map((v) => new KeptVersion(v.fingerprint, this.keptCopy(v.representative, false), v.count));
+      const versions = read.map((v) => new KeptVersion(v.fingerprint, this.keptCopy(v.representative, false, v.fingerprint), v.count));
       this.byId.set(id, versions.length === 1 ? versions[0]! : versions);
       this.representatives += versions.length;
       const count = deliveriesOf(versions);
       this.duplicates += count - versions.length;
-      if (versions.length === 1) this.accept(versions[0]!, read[0]!.representative);
+      if (versions.length === 1) this.accept(versions[0]!, read[0]!.representative, read[0]!.fingerprint);
       else {
         this.conflictingDeliveries += count;
         this.touchConflict(id);
@@ -368,12 +404,12 @@ export class IdentityParts {
   /**
    * Accept the only version of its id. Its representative is the kept copy, `full` the observation it was
    * made from: what only the group's key and the history fragment read (the kept copy reads those from its
-   * shelf, slowly) is read from `full`.
+   * shelf, slowly) is read from `full`, and its fingerprint is `fingerprint` (the version's, read from the shelf
+   * only slowly).
    */
-  private accept(version: KeptVersion, full: Observation): void {
+  private accept(version: KeptVersion, full: Observation, fingerprint: string): void {
     const obs = version.representative;
     const id = obs.observation_id;
-    const fingerprint = version.fingerprint;
     const subjectId = subjectIdOf(full);
     let group = this.groups.get(subjectId);
     if (group === undefined) {

@@ -18,6 +18,7 @@ import { AsciiDigest } from "./digest.js";
 import { lexNumber } from "./json-number.js";
 import { RepeatedStrings, hashOf, holds, latin1 } from "./repeated-strings.js";
 import type { AttributionLevel, EvidenceBasis, UtilityLabel } from "./observation.js";
+import { FINGERPRINT_PREFIX } from "./observation-model.js";
 import {
   CLASS,
   HEX,
@@ -356,7 +357,7 @@ function readCanonicalAt(bytes: Buffer, start: number): ReadObservation | null {
     label, level, basis, confidence, reasonCodes, evidenceRefs, evaluatorRef, evaluationVersion, createdAt,
   );
   // The fingerprint's text is the object without its created_at field: `{A,"confidence":L,` and `X}`.
-  const fingerprint = digest.start().bytes(bytes, objectFrom, lexemeTo + 1).bytes(bytes, xFrom, xEnd).char(RBRACE).prefixedHex("muof_");
+  const fingerprint = digest.start().bytes(bytes, objectFrom, lexemeTo + 1).bytes(bytes, xFrom, xEnd).char(RBRACE).prefixedHex(FINGERPRINT_PREFIX);
   return new ReadObservation(obs, fingerprint, true);
 }
 

@@ -2,6 +2,8 @@
 import type { Scope } from "./fields.js";
 
 export const OBSERVATION_SCHEMA_VERSION = "memory_utility_observation_v0";
+/** What starts a payload's fingerprint, before the 64 hex digits of its sha256 (observationFingerprint). */
+export const FINGERPRINT_PREFIX = "muof_";
 
 export const UTILITY_LABELS = ["helpful", "harmful", "neutral", "unknown"] as const;
 export const ATTRIBUTION_LEVELS = ["item", "set", "none"] as const;

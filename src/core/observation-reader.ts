@@ -30,6 +30,7 @@ import {
   type Observation,
   type UtilityLabel,
 } from "./observation.js";
+import { FINGERPRINT_PREFIX } from "./observation-model.js";
 import { MAX_PROJECTION_OBSERVATIONS } from "./projection-limits.js";
 import type { ListElementReader } from "./pyjson-parse.js";
 import { pyStrip } from "./pystr.js";
@@ -211,7 +212,7 @@ function readCanonical(text: string, start: number): ReadObservation | null {
     label, level, basis, confidence, reasonCodes, evidenceRefs, evaluatorRef!, evaluationVersion!, createdAt!,
   );
   canonicalEnd = CANONICAL.lastIndex;
-  return new ReadObservation(obs, "muof_" + digest.start().char(LBRACE).put(a!).put(',"confidence":').put(lexeme!).char(COMMA).put(x!).char(RBRACE).hex());
+  return new ReadObservation(obs, FINGERPRINT_PREFIX + digest.start().char(LBRACE).put(a!).put(',"confidence":').put(lexeme!).char(COMMA).put(x!).char(RBRACE).hex());
 }
 
 /**

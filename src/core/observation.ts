@@ -19,7 +19,7 @@ import {
 } from "./fields.js";
 import { observationIdentityJson, observationJson } from "./observation-json.js";
 import { pyStrStrip } from "./pystr.js";
-import { ATTRIBUTION_LEVELS, EVIDENCE_BASES, OBSERVATION_SCHEMA_VERSION, UTILITY_LABELS, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityFields, type UtilityLabel } from "./observation-model.js";
+import { ATTRIBUTION_LEVELS, EVIDENCE_BASES, FINGERPRINT_PREFIX, OBSERVATION_SCHEMA_VERSION, UTILITY_LABELS, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityFields, type UtilityLabel } from "./observation-model.js";
 
 export { ATTRIBUTION_LEVELS, EVIDENCE_BASES, OBSERVATION_SCHEMA_VERSION, UTILITY_LABELS, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityFields, type UtilityLabel };
 import { PyFloat, isPyObject, type PyObject, type PyValue } from "./pyvalue.js";
@@ -131,7 +131,7 @@ export function observationToPy(obs: Observation, withoutCreatedAt = false): PyO
 
 /** `muof_` fingerprint: every field but `created_at`, so retries share it. */
 export function observationFingerprint(obs: Observation): string {
-  return "muof_" + sha256Hex(observationJson(obs, false));
+  return FINGERPRINT_PREFIX + sha256Hex(observationJson(obs, false));
 }
 
 // A normalized observation's id and fingerprint texts hold only refs, digests,
@@ -164,7 +164,7 @@ export function normalizedObservationId(o: Observation): string {
 /** observationFingerprint of a normalized observation. */
 export function normalizedFingerprint(o: Observation): string {
   return (
-    "muof_" +
+    FINGERPRINT_PREFIX +
     sha256Hex(
       `{"application_receipt_id":"${o.application_receipt_id}","attribution_level":"${o.attribution_level}","confidence":${floatJson(o.confidence)}` +
         `,"evaluation_version":"${o.evaluation_version}","evaluator_ref":"${o.evaluator_ref}","evidence_basis":"${o.evidence_basis}"` +

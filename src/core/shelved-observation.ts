@@ -15,10 +15,11 @@
  * object on the heap; shelved, one 9-field object and two strings, and ~160
  * bytes of shelf.
  */
+import { HEX_DIGITS } from "./digest.js";
 import { detached } from "./flat-string.js";
 import { latin1 } from "./repeated-strings.js";
 import type { ReducerContext } from "./identity.js";
-import { OBSERVATION_SCHEMA_VERSION, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityLabel } from "./observation-model.js";
+import { FINGERPRINT_PREFIX, OBSERVATION_SCHEMA_VERSION, type AttributionLevel, type EvidenceBasis, type Observation, type UtilityLabel } from "./observation-model.js";
 
 /**
  * An identity's shelved fields, one observation's after another's, and its
@@ -64,15 +65,61 @@ export class ObservationShelf {
     return latin1(this.bytes!, at, at + 32);
   }
 
-  /** Shelve `o`'s cold fields; returns where they start. */
-  put(o: Observation): number {
+  /**
+   * Shelve `o`'s cold fields, and its version's fingerprint before them when given and of the contract's form
+   * (`muof_` and 64 lowercase hex digits: 32 bytes here, where its string held ~88 bytes of heap). Returns where the
+   * fields start, as a mark: negative when the fingerprint is shelved (see ShelvedObservation).
+   */
+  put(o: Observation, fingerprint: string | null = null): number {
+    const fingerprintAt = fingerprint === null ? -1 : this.putFingerprint(fingerprint);
     const start = this.used;
     // Sized and written as ASCII, a byte a character (the contract's refs are ASCII): a call into Buffer's
     // native byteLength and write for each string cost ~2 µs a record. Another character starts it over.
-    if (this.write(o, true)) return start;
-    this.used = start;
-    this.write(o, false);
-    return start;
+    if (!this.write(o, true)) {
+      this.used = start;
+      this.write(o, false);
+    }
+    return fingerprintAt < 0 ? start : -start - 1;
+  }
+
+  /** The fingerprint's digest as 32 bytes; returns where, or -1 (nothing written) when it is not of the contract's form. */
+  private putFingerprint(fingerprint: string): number {
+    if (fingerprint.length !== FINGERPRINT_PREFIX.length + 64 || !fingerprint.startsWith(FINGERPRINT_PREFIX)) return -1;
+    const at = this.reserve(32);
+    const b = this.bytes!;
+    for (let i = 0, c = FINGERPRINT_PREFIX.length; i < 32; i++, c += 2) {
+      const hi = HEX_VALUE[fingerprint.charCodeAt(c)] ?? -1;
+      const lo = HEX_VALUE[fingerprint.charCodeAt(c + 1)] ?? -1;
+      if (hi < 0 || lo < 0) {
+        this.used = at;
+        return -1;
+      }
+      b[at + i] = (hi << 4) | lo;
+    }
+    return at;
+  }
+
+  /** The fingerprint shelved just before the fields at `start`. */
+  fingerprintBefore(start: number): string {
+    const b = this.bytes!;
+    const out = FINGERPRINT_TEXT;
+    let at = FINGERPRINT_PREFIX.length;
+    for (let i = start - 32; i < start; i++) {
+      out[at++] = HEX_DIGITS[b[i]! >> 4]!;
+      out[at++] = HEX_DIGITS[b[i]! & 15]!;
+    }
+    return latin1(out, 0, at);
+  }
+
+  /** Whether `fingerprint` is the one shelved just before the fields at `start` (no string made). */
+  fingerprintIsBefore(start: number, fingerprint: string): boolean {
+    if (fingerprint.length !== FINGERPRINT_PREFIX.length + 64 || !fingerprint.startsWith(FINGERPRINT_PREFIX)) return false;
+    const b = this.bytes!;
+    for (let i = 0, c = FINGERPRINT_PREFIX.length; i < 32; i++, c += 2) {
+      const byte = b[start - 32 + i]!;
+      if (fingerprint.charCodeAt(c) !== HEX_DIGITS[byte >> 4] || fingerprint.charCodeAt(c + 1) !== HEX_DIGITS[byte & 15]) return false;
+    }
+    return true;
   }
 
   /** Reserve room for `o`'s fields and write them, all as ASCII or each as it is; false if `ascii` and one was not. */
@@ -211,6 +258,12 @@ export class ObservationShelf {
 /** Where `read` is (one reader at a time: reads are synchronous). */
 let cursor = 0;
 
+/** Each lowercase hex digit's value, by character code (the rest undefined). */
+const HEX_VALUE: number[] = [];
+for (let d = 0; d < 16; d++) HEX_VALUE[HEX_DIGITS[d]!] = d;
+/** `muof_` and room for 64 hex digits: where fingerprintBefore writes. */
+const FINGERPRINT_TEXT = Buffer.from(FINGERPRINT_PREFIX + "0".repeat(64), "latin1");
+
 function varintSize(n: number): number {
   let size = 1;
   for (let rest = n >>> 7; rest > 0; rest >>>= 7) size++;
@@ -247,13 +300,18 @@ export class ShelvedObservation implements Observation {
   readonly attribution_level: AttributionLevel;
   readonly evidence_basis: EvidenceBasis;
   readonly confidence: number;
-  private readonly at: number;
+  /** Where its shelved fields start; negative (`-start - 1`) when its version's fingerprint is shelved before them. */
+  private readonly mark: number;
 
-  /** `owned`: `o`'s strings are its own (ReadObservation.owned), not views into a record's text to be copied. */
+  /**
+   * `owned`: `o`'s strings are its own (ReadObservation.owned), not views into a record's text to be copied.
+   * `fingerprint`: its version's, shelved with it when of the contract's form (`shelvedFingerprint` then reads it).
+   */
   constructor(
     o: Observation,
     owned: boolean,
     private readonly shelf: ObservationShelf,
+    fingerprint: string | null = null,
   ) {
     this.observation_id = owned ? o.observation_id : detached(o.observation_id);
     this.created_at = owned ? o.created_at : detached(o.created_at);
@@ -262,13 +320,28 @@ export class ShelvedObservation implements Observation {
     this.attribution_level = o.attribution_level;
     this.evidence_basis = o.evidence_basis;
     this.confidence = o.confidence;
-    this.at = shelf.put(o);
+    this.mark = shelf.put(o, fingerprint);
+  }
+
+  /** Whether its version's fingerprint was shelved with it. */
+  get holdsFingerprint(): boolean {
+    return this.mark < 0;
+  }
+
+  /** Its version's fingerprint (only when `holdsFingerprint`). */
+  shelvedFingerprint(): string {
+    return this.shelf.fingerprintBefore(-this.mark - 1);
+  }
+
+  /** Whether `fingerprint` is its version's (only when `holdsFingerprint`). */
+  hasFingerprint(fingerprint: string): boolean {
+    return this.shelf.fingerprintIsBefore(-this.mark - 1, fingerprint);
   }
 
   /** The observation as a plain object, rebuilt from the shelf (for the rare reader of a shelved field). */
   full(): Observation {
     if (last.of !== this) {
-      last.rebuilt = this.shelf.read(this.at, this);
+      last.rebuilt = this.shelf.read(this.mark < 0 ? -this.mark - 1 : this.mark, this);
       last.of = this;
     }
     return last.rebuilt!;

@@ -38,6 +38,7 @@ import { AsciiText } from "../core/ascii-text.js";
 import type { ReducerContext } from "../core/identity.js";
 import { foldDelivery, emptyIdentityState, type FingerprintState, type IdentityState } from "../core/identity-state.js";
 import type { Observation } from "../core/observation.js";
+import { FINGERPRINT_PREFIX } from "../core/observation-model.js";
 import { firstAbove, insertAt } from "../core/list-edit.js";
 import { assembleParts, computeParts } from "../core/packet-parts.js";
 import { MAX_PROJECTION_OBSERVATIONS } from "../core/projection-limits.js";
@@ -48,7 +49,7 @@ import { decodeStoredState } from "./delivery-record.js";
 export const MAX_INDEX_ENTRIES = MAX_PROJECTION_OBSERVATIONS + 1;
 /** Hex digits of a fingerprint a ref has at least. */
 export const REF_MIN = 4;
-const FP_HEAD = "muof_".length;
+const FP_HEAD = FINGERPRINT_PREFIX.length;
 
 /** A point of the log: an offset on a partition. */
 export interface LogPosition {

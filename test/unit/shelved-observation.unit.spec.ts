@@ -3,7 +3,8 @@
  * reader: each field, the rebuilt object (in the normalized property order)
  * and its canonical JSON equal the original's, however many share a shelf,
  * whatever characters and lengths its strings have, and after the shelf has
- * grown past where it started.
+ * grown past where it started. Its version's fingerprint, shelved with it when
+ * of the contract's form, reads back as it was given.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -78,6 +79,48 @@ describe("a shelved observation", () => {
     ];
     const kept = originals.map((o) => new ShelvedObservation(o, false, shelf));
     originals.forEach((o, i) => expectSame(kept[i]!, o));
+  });
+
+  it("keeps its version's fingerprint, of the contract's form, before its fields: read back equal, told apart from any other", () => {
+    const hex = fc.stringMatching(/^[0-9a-f]{64}$/);
+    const text = fc.oneof(fc.string({ maxLength: 20 }), fc.string({ unit: "binary", maxLength: 20 })); // a non-ASCII one starts the fields over
+    fc.assert(
+      fc.property(fc.array(fc.record({ digits: hex, outcome_ref: text, flip: fc.nat(63) }), { minLength: 1, maxLength: 30 }), (rows) => {
+        const shelf = new ObservationShelf(context);
+        const originals = rows.map((r, i) => variant({ outcome_ref: r.outcome_ref }, i));
+        const kept = originals.map((o, i) => new ShelvedObservation(o, false, shelf, `muof_${rows[i]!.digits}`));
+        originals.forEach((o, i) => {
+          const { digits, flip } = rows[i]!;
+          const k = kept[i]!;
+          expectSame(k, o);
+          expect(k.holdsFingerprint).toBe(true);
+          expect(k.shelvedFingerprint()).toBe(`muof_${digits}`);
+          expect(k.hasFingerprint(`muof_${digits}`)).toBe(true);
+          // One digit other, anywhere: another payload's.
+          const other = digits.slice(0, flip) + (digits[flip] === "0" ? "1" : "0") + digits.slice(flip + 1);
+          expect(k.hasFingerprint(`muof_${other}`)).toBe(false);
+          expect(k.hasFingerprint(`muof_${digits}0`)).toBe(false);
+        });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("keeps no fingerprint of another form, and the next observation's fields and fingerprint read right after one", () => {
+    const digits = "0123456789abcdef".repeat(4);
+    const others = [`muof_${digits.toUpperCase()}`, `muof_${digits.slice(1)}`, `muof_${digits}0`, `muo_${digits}0`, `muof_${digits.slice(0, 63)}g`, ""];
+    const shelf = new ObservationShelf(context);
+    const rows = others.flatMap((fingerprint, i) => [
+      { o: variant({ evaluator_ref: `evaluator:${i}` }, 2 * i), fingerprint },
+      { o: variant({ evaluator_ref: `next:${i}` }, 2 * i + 1), fingerprint: `muof_${digits}` },
+    ]);
+    const kept = rows.map(({ o, fingerprint }) => new ShelvedObservation(o, false, shelf, fingerprint));
+    rows.forEach(({ o, fingerprint }, i) => {
+      expectSame(kept[i]!, o);
+      expect(kept[i]!.holdsFingerprint, fingerprint).toBe(fingerprint === `muof_${digits}`);
+      if (kept[i]!.holdsFingerprint) expect(kept[i]!.shelvedFingerprint()).toBe(fingerprint);
+    });
+    expect(new ShelvedObservation(base, false, shelf).holdsFingerprint).toBe(false); // none given
   });
 
   it("holds its shelved fields on the shelf, not on itself", () => {
