@@ -6,8 +6,10 @@
  * cli-main.unit.spec.ts covers the command's behaviour in-process.
  */
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { delimiter, dirname } from "node:path";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import module from "node:module";
+import { tmpdir } from "node:os";
+import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { WORKER_NODE_FLAGS } from "../../consumers/fold/fold-process.js";
@@ -34,6 +36,27 @@ describe(`bin/mufold.js on ${process.version}`, () => {
   it("--version prints the version of package.json", () => {
     const r = launch("--version");
     expect({ status: r.status, stdout: r.stdout, stderr: r.stderr }).toEqual({ status: 0, stdout: `${PACKAGE.version}\n`, stderr: "" });
+  });
+
+  it("keeps V8's compiled code in the default compile cache where Node has one (22.8+), and not when told not to", () => {
+    const hasCache = typeof (module as { enableCompileCache?: unknown }).enableCompileCache === "function";
+    const files = (dir: string) => (existsSync(dir) ? readdirSync(dir, { recursive: true }).length : 0);
+    // Node's default directory is under the OS's temporary one: a fresh one per run, and no NODE_COMPILE_CACHE (which
+    // would turn the cache on in Node itself, whatever the launcher does).
+    const run = (extra: Record<string, string>) => {
+      const tmp = mkdtempSync(join(tmpdir(), "mufold-ncc-"));
+      try {
+        const { NODE_COMPILE_CACHE: _, ...rest } = env;
+        const r = spawnSync(BIN, ["--version"], { env: { ...rest, TMPDIR: tmp, ...extra }, encoding: "utf8", timeout: 30_000 });
+        expect(r.status).toBe(0);
+        return files(join(tmp, "node-compile-cache"));
+      } finally {
+        rmSync(tmp, { recursive: true, force: true });
+      }
+    };
+    if (hasCache) expect(run({})).toBeGreaterThan(1); // its version directory, and the modules --version loaded
+    else expect(run({})).toBe(0); // Node 20: the launcher runs without one
+    expect(run({ NODE_DISABLE_COMPILE_CACHE: "1" })).toBe(0);
   });
 
   it("--help prints the usage on stdout", () => {
