@@ -29,7 +29,7 @@ import { deliveriesOf, type FingerprintState, type IdentityState } from "./ident
 import type { Observation } from "./observation.js";
 import { compareOrder } from "./ordering.js";
 import { ofContext, ownedContext, ownedObservation, pooledList } from "./owned-observation.js";
-import { ObservationShelf, ShelvedObservation } from "./shelved-observation.js";
+import { ObservationShelf, ShelvedObservation, isContractFingerprint } from "./shelved-observation.js";
 import { partHash, Sum256 } from "./part-hash.js";
 import {
   invalidRequestJson,
@@ -129,49 +129,71 @@ const NO_CONFLICT_COUNTS = new NoEntries<number>();
  * more for a second object and its element hash, which a flush needs again
  * only when the entry goes or changes (rare: `unaccept` hashes it again).
  */
-class KeptVersion implements FingerprintState, HistoryPart {
+interface KeptVersion extends FingerprintState, HistoryPart {
+  group: Group | null;
+  fragment: Fragment;
+  count: number;
+  readonly representative: Observation;
+  readonly fingerprint: string;
+  hasFingerprint(fingerprint: string): boolean;
+}
+
+/**
+ * The version almost every payload is: its representative itself, shelved
+ * with its fingerprint (shelved-observation.ts), so a kept observation is one
+ * object (a version of its own beside it was ~64 bytes more). An earlier
+ * delivery of the payload differs from it only in created_at (the fingerprint
+ * covers every other field), so it represents the payload by taking that
+ * created_at (`redate`).
+ */
+class KeptObservation extends ShelvedObservation implements KeptVersion {
   group: Group | null = null;
   fragment: Fragment = "";
-  private rep: Observation;
-  /** Its fingerprint, or null while its representative holds it on the shelf (ShelvedObservation.holdsFingerprint). */
-  private fp: string | null;
 
+  /** `fingerprint`: of the contract's form (isContractFingerprint), so the shelf holds it. */
   constructor(
+    o: Observation,
+    owned: boolean,
+    shelf: ObservationShelf,
     fingerprint: string,
-    representative: Observation,
     public count: number,
   ) {
-    this.rep = representative;
-    this.fp = shelvedWith(representative) ? null : fingerprint;
+    super(o, owned, shelf, fingerprint);
   }
 
   get representative(): Observation {
-    return this.rep;
-  }
-
-  /** An earlier delivery of the same payload represents it now (made by keptCopy with `fingerprint`, this version's). */
-  represent(representative: Observation, fingerprint: string): void {
-    this.rep = representative;
-    this.fp = shelvedWith(representative) ? null : fingerprint;
+    return this;
   }
 
   /** Made when read from the shelf (rare: a payload delivered again, a conflict, the refs of a loaded model). */
   get fingerprint(): string {
-    return this.fp ?? (this.rep as ShelvedObservation).shelvedFingerprint();
+    return this.shelvedFingerprint();
   }
 
-  hasFingerprint(fingerprint: string): boolean {
-    return this.fp !== null ? this.fp === fingerprint : (this.rep as ShelvedObservation).hasFingerprint(fingerprint);
-  }
-
-  /** Made when read, from the representative (see historyPart). */
+  /** Made when read (see historyPart). */
   get member(): string {
-    return historyMember(this.representative.created_at, this.representative.observation_id);
+    return historyMember(this.created_at, this.observation_id);
   }
 }
 
-function shelvedWith(representative: Observation): boolean {
-  return representative instanceof ShelvedObservation && representative.holdsFingerprint;
+/** A version whose representative is kept apart: of another context, or a fingerprint not of the contract's form. */
+class SeparateVersion implements KeptVersion {
+  group: Group | null = null;
+  fragment: Fragment = "";
+
+  constructor(
+    readonly fingerprint: string,
+    public representative: Observation,
+    public count: number,
+  ) {}
+
+  hasFingerprint(fingerprint: string): boolean {
+    return this.fingerprint === fingerprint;
+  }
+
+  get member(): string {
+    return historyMember(this.representative.created_at, this.representative.observation_id);
+  }
 }
 
 /** The version of `versions` with this fingerprint (versionOf without a string made per version). */
@@ -335,9 +357,8 @@ export class IdentityParts {
     // keys the state and the parts with is a kept observation's (the delivery's own may be a view into its record).
     const entry = this.byId.get(obs.observation_id);
     if (entry === undefined) {
-      const own = this.keptCopy(obs, owned, fingerprint);
-      const version = new KeptVersion(fingerprint, own, 1);
-      this.byId.set(own.observation_id, version);
+      const version = this.version(obs, owned, fingerprint, 1);
+      this.byId.set(version.representative.observation_id, version);
       this.representatives++;
       this.accept(version, obs, fingerprint);
       return "new";
@@ -348,15 +369,14 @@ export class IdentityParts {
         entry.count++;
         this.duplicates++;
         if (compareOrder(obs, entry.representative) < 0) {
-          const earlier = this.keptCopy(obs, owned, fingerprint);
-          this.unaccept(entry);
-          entry.represent(earlier, fingerprint);
+          this.unaccept(entry); // (where it was, before it moves)
+          this.represent(entry, obs, owned);
           this.accept(entry, obs, fingerprint);
         }
         return "duplicate";
       }
       // A second payload: the id becomes a conflict, its versions a list.
-      this.byId.set(entry.representative.observation_id, [entry, new KeptVersion(fingerprint, this.keptCopy(obs, owned, fingerprint), 1)]);
+      this.byId.set(entry.representative.observation_id, [entry, this.version(obs, owned, fingerprint, 1)]);
       this.representatives++;
       this.unaccept(entry);
       this.conflictingDeliveries += entry.count + 1;
@@ -370,17 +390,29 @@ export class IdentityParts {
     if (prior !== undefined) {
       prior.count++;
       this.duplicates++;
-      if (compareOrder(obs, prior.representative) < 0) prior.represent(this.keptCopy(obs, owned, fingerprint), fingerprint);
+      if (compareOrder(obs, prior.representative) < 0) this.represent(prior, obs, owned);
       return "duplicate";
     }
-    entry.push(new KeptVersion(fingerprint, this.keptCopy(obs, owned, fingerprint), 1));
+    entry.push(this.version(obs, owned, fingerprint, 1));
     this.representatives++;
     return "conflict";
   }
 
-  /** `fingerprint`: its version's, shelved with it (a kept string was ~88 bytes of heap an observation). */
-  private keptCopy(obs: Observation, owned: boolean, fingerprint: string): Observation {
-    return ofContext(obs, this.context) ? new ShelvedObservation(obs, owned, this.shelf, fingerprint) : ownedObservation(obs, this.context);
+  /**
+   * A new version of `obs`'s payload: a kept observation with its fingerprint on the shelf (a kept string was ~88
+   * bytes of heap an observation), or, for one of another context or a fingerprint of another form, a kept copy
+   * beside it.
+   */
+  private version(obs: Observation, owned: boolean, fingerprint: string, count: number): KeptVersion {
+    if (!ofContext(obs, this.context)) return new SeparateVersion(fingerprint, ownedObservation(obs, this.context), count);
+    if (!isContractFingerprint(fingerprint)) return new SeparateVersion(fingerprint, new ShelvedObservation(obs, owned, this.shelf), count);
+    return new KeptObservation(obs, owned, this.shelf, fingerprint, count);
+  }
+
+  /** `obs`, an earlier delivery of `version`'s payload, represents it now. */
+  private represent(version: KeptVersion, obs: Observation, owned: boolean): void {
+    if (version instanceof KeptObservation) version.redate(obs.created_at, owned);
+    else if (version instanceof SeparateVersion) version.representative = ofContext(obs, this.context) ? new ShelvedObservation(obs, owned, this.shelf) : ownedObservation(obs, this.context);
   }
 
   /** Load stored state (every id's versions) without per-delivery bookkeeping; flush afterwards. */
@@ -388,7 +420,7 @@ export class IdentityParts {
     this.delivered = deliveries;
     for (const [id, read] of byId) {
       // Kept copies (read from stored fragments: see fold), as versions of the parts' own shape.
-      const versions = read.map((v) => new KeptVersion(v.fingerprint, this.keptCopy(v.representative, false, v.fingerprint), v.count));
+      const versions = read.map((v) => this.version(v.representative, false, v.fingerprint, v.count));
       this.byId.set(id, versions.length === 1 ? versions[0]! : versions);
       this.representatives += versions.length;
       const count = deliveriesOf(versions);
@@ -609,6 +641,8 @@ export class IdentityParts {
     this.byId.clear();
     this.shelf.clear(); // (what only the dropped observations read: ~200 KB at the bound)
     this.representatives = 0;
+    this.latest = null; // (a kept observation: it would hold its subject group, and that group every observation in it)
+    this.latestStale = false;
     this.groups.clear();
     this.parts.conflicts = NO_CONFLICTS;
     this.parts.conflictCounts = NO_CONFLICT_COUNTS;

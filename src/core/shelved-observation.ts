@@ -8,12 +8,14 @@
  * its identity's shelf, one growable Buffer whose bytes the collector neither
  * copies nor marks; the scope and snapshot refs are the identity's context's,
  * and the rest is constant. A getter of one of those fields rebuilds the
- * observation from the shelf.
+ * observation from the shelf. Its version's fingerprint goes on the shelf
+ * too, as 32 bytes, just before those fields.
  *
  * Measured by bench/model-memory.bench.ts (--shapes) on the pipeline bench's
  * shape: a kept observation held ~0.9 KB of strings, lists and an 18-field
- * object on the heap; shelved, one 9-field object and two strings, and ~160
- * bytes of shelf.
+ * object on the heap; shelved, with its version's fields (identity-parts.ts,
+ * KeptObservation), one 11-field object and two strings, and ~190 bytes of
+ * shelf.
  */
 import { HEX_DIGITS } from "./digest.js";
 import { detached } from "./flat-string.js";
@@ -84,7 +86,7 @@ export class ObservationShelf {
 
   /** The fingerprint's digest as 32 bytes; returns where, or -1 (nothing written) when it is not of the contract's form. */
   private putFingerprint(fingerprint: string): number {
-    if (fingerprint.length !== FINGERPRINT_PREFIX.length + 64 || !fingerprint.startsWith(FINGERPRINT_PREFIX)) return -1;
+    if (!isContractFingerprint(fingerprint)) return -1;
     const at = this.reserve(32);
     const b = this.bytes!;
     for (let i = 0, c = FINGERPRINT_PREFIX.length; i < 32; i++, c += 2) {
@@ -255,6 +257,13 @@ export class ObservationShelf {
   }
 }
 
+/** Whether `fingerprint` is of the contract's form, which the shelf keeps as 32 bytes: `muof_` and 64 lowercase hex digits. */
+export function isContractFingerprint(fingerprint: string): boolean {
+  if (fingerprint.length !== FINGERPRINT_PREFIX.length + 64 || !fingerprint.startsWith(FINGERPRINT_PREFIX)) return false;
+  for (let i = FINGERPRINT_PREFIX.length; i < fingerprint.length; i++) if (HEX_VALUE[fingerprint.charCodeAt(i)] === undefined) return false;
+  return true;
+}
+
 /** Where `read` is (one reader at a time: reads are synchronous). */
 let cursor = 0;
 
@@ -295,7 +304,8 @@ const last: { of: ShelvedObservation | null; rebuilt: Observation | null } = { o
  */
 export class ShelvedObservation implements Observation {
   readonly observation_id: string;
-  readonly created_at: string;
+  /** Changed only by `redate`. */
+  created_at: string;
   readonly utility_label: UtilityLabel;
   readonly attribution_level: AttributionLevel;
   readonly evidence_basis: EvidenceBasis;
@@ -321,6 +331,15 @@ export class ShelvedObservation implements Observation {
     this.evidence_basis = o.evidence_basis;
     this.confidence = o.confidence;
     this.mark = shelf.put(o, fingerprint);
+  }
+
+  /**
+   * Take an earlier delivery's created_at: the observation of that delivery has this one's payload (the same
+   * fingerprint: every field but created_at). `owned`: as the constructor's.
+   */
+  redate(createdAt: string, owned: boolean): void {
+    this.created_at = owned ? createdAt : detached(createdAt);
+    if (last.of === this) last.of = null; // its rebuilt object had the old created_at
   }
 
   /** Whether its version's fingerprint was shelved with it. */

@@ -126,10 +126,10 @@ function decodeNote(text: string, parts: PartsView, digest: string): ChangeNote 
  * bytes (shelved-observation.ts), as the cache's byte bound counts it
  * (IdentityApplier): above what bench/model-memory.bench.ts measures, which
  * prints this estimate beside its measurements (a model of one delivery:
- * 6.3 KB, of ~44 observations 1.08 KB an observation, 2026-12-07), and a unit
+ * 6.3 KB, of ~44 observations 1.04 KB an observation, 2026-12-07), and a unit
  * test holds it above, within twice.
  */
-export const MODEL_HEAP_BYTES = { base: 7 * 1024, perObservation: 1792 } as const;
+export const MODEL_HEAP_BYTES = { base: 7 * 1024, perObservation: 1536 } as const;
 
 export class IdentityModel {
   version = 0;

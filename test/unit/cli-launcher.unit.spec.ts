@@ -7,7 +7,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import module from "node:module";
+import * as nodeModule from "node:module";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,15 +39,16 @@ describe(`bin/mufold.js on ${process.version}`, () => {
   });
 
   it("keeps V8's compiled code in the default compile cache where Node has one (22.8+), and not when told not to", () => {
-    const hasCache = typeof (module as { enableCompileCache?: unknown }).enableCompileCache === "function";
+    const hasCache = typeof (nodeModule as { enableCompileCache?: unknown }).enableCompileCache === "function";
     const files = (dir: string) => (existsSync(dir) ? readdirSync(dir, { recursive: true }).length : 0);
     // Node's default directory is under the OS's temporary one: a fresh one per run, and no NODE_COMPILE_CACHE (which
     // would turn the cache on in Node itself, whatever the launcher does).
     const run = (extra: Record<string, string>) => {
       const tmp = mkdtempSync(join(tmpdir(), "mufold-ncc-"));
       try {
-        const { NODE_COMPILE_CACHE: _, ...rest } = env;
-        const r = spawnSync(BIN, ["--version"], { env: { ...rest, TMPDIR: tmp, ...extra }, encoding: "utf8", timeout: 30_000 });
+        const own: NodeJS.ProcessEnv = { ...env, TMPDIR: tmp, ...extra };
+        delete own.NODE_COMPILE_CACHE;
+        const r = spawnSync(BIN, ["--version"], { env: own, encoding: "utf8", timeout: 30_000 });
         expect(r.status).toBe(0);
         return files(join(tmp, "node-compile-cache"));
       } finally {

@@ -123,6 +123,16 @@ describe("a shelved observation", () => {
     expect(new ShelvedObservation(base, false, shelf).holdsFingerprint).toBe(false); // none given
   });
 
+  it("takes an earlier delivery's created_at, and is rebuilt with it even just after a rebuild", () => {
+    const shelf = new ObservationShelf(context);
+    const later = variant({}, 7);
+    const kept = new ShelvedObservation(later, false, shelf);
+    expect(kept.full().created_at).toBe(later.created_at); // rebuilt, and remembered as the last one
+    const earlier = { ...later, created_at: "2026-10-31T23:59:59.5+00:00" };
+    kept.redate(earlier.created_at, false);
+    expectSame(kept, earlier);
+  });
+
   it("holds its shelved fields on the shelf, not on itself", () => {
     const shelf = new ObservationShelf(context);
     const kept = new ShelvedObservation(base, false, shelf);
