@@ -2,7 +2,7 @@
 // Thin launcher: the CLI is compiled to dist/ by `npm run build` (and by `npm pack`, the prepack script).
 import module from "node:module";
 
-// V8's compiled code of every module loaded after this, kept on disk (Node >= 22.1; NODE_COMPILE_CACHE names the
+// V8's compiled code of every module loaded after this, kept on disk (Node >= 22.8; NODE_COMPILE_CACHE names the
 // directory, the OS's temporary one by default; NODE_DISABLE_COMPILE_CACHE=1 turns it off): each later start of a
 // command, a spawned fold or replay worker among them, skips compiling its ~400 modules again. A directory that
 // cannot be written only costs that saving.

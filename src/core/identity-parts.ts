@@ -404,15 +404,19 @@ export class IdentityParts {
    * beside it.
    */
   private version(obs: Observation, owned: boolean, fingerprint: string, count: number): KeptVersion {
-    if (!ofContext(obs, this.context)) return new SeparateVersion(fingerprint, ownedObservation(obs, this.context), count);
-    if (!isContractFingerprint(fingerprint)) return new SeparateVersion(fingerprint, new ShelvedObservation(obs, owned, this.shelf), count);
-    return new KeptObservation(obs, owned, this.shelf, fingerprint, count);
+    if (ofContext(obs, this.context) && isContractFingerprint(fingerprint)) return new KeptObservation(obs, owned, this.shelf, fingerprint, count);
+    return new SeparateVersion(fingerprint, this.keptCopy(obs, owned), count);
+  }
+
+  /** A separate version's representative: shelved when of the identity's context, else a copy of its own. */
+  private keptCopy(obs: Observation, owned: boolean): Observation {
+    return ofContext(obs, this.context) ? new ShelvedObservation(obs, owned, this.shelf) : ownedObservation(obs, this.context);
   }
 
   /** `obs`, an earlier delivery of `version`'s payload, represents it now. */
   private represent(version: KeptVersion, obs: Observation, owned: boolean): void {
     if (version instanceof KeptObservation) version.redate(obs.created_at, owned);
-    else if (version instanceof SeparateVersion) version.representative = ofContext(obs, this.context) ? new ShelvedObservation(obs, owned, this.shelf) : ownedObservation(obs, this.context);
+    else (version as SeparateVersion).representative = this.keptCopy(obs, owned);
   }
 
   /** Load stored state (every id's versions) without per-delivery bookkeeping; flush afterwards. */

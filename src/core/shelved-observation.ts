@@ -89,15 +89,8 @@ export class ObservationShelf {
     if (!isContractFingerprint(fingerprint)) return -1;
     const at = this.reserve(32);
     const b = this.bytes!;
-    for (let i = 0, c = FINGERPRINT_PREFIX.length; i < 32; i++, c += 2) {
-      const hi = HEX_VALUE[fingerprint.charCodeAt(c)] ?? -1;
-      const lo = HEX_VALUE[fingerprint.charCodeAt(c + 1)] ?? -1;
-      if (hi < 0 || lo < 0) {
-        this.used = at;
-        return -1;
-      }
-      b[at + i] = (hi << 4) | lo;
-    }
+    // (every digit is lowercase hex: isContractFingerprint)
+    for (let i = 0, c = FINGERPRINT_PREFIX.length; i < 32; i++, c += 2) b[at + i] = (HEX_VALUE[fingerprint.charCodeAt(c)]! << 4) | HEX_VALUE[fingerprint.charCodeAt(c + 1)]!;
     return at;
   }
 
