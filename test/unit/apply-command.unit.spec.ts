@@ -48,7 +48,7 @@ describe("the apply's FCALL", () => {
       { op: "RPUSH", part: "x", field: "e", value: "" },
     ];
     const call: ApplyCall = { generation: 3, identity: "mur_1", expectedVersion: 7, watermarks: new Map([["w:t:0", 41n]]), ops: PartOps.from(ops), guard: null };
-    const bytes = applyCommandBytes(FN, "p", call);
+    const bytes = applyCommandBytes(FN, "p", call).bytes;
     const keys = ["m", "d", "s", "si", "h", "hi", "hl", "c", "ci", "p", "x"].map((part) => `p:g3:{mur_1}:${part}`);
     // s is the third part, si the fourth, hl the seventh, x the eleventh.
     expect(bulks(bytes)).toEqual(["FCALL", FN, "11", ...keys, "7", "1", "w:t:0", "41", "H3*2 Z4*1 X7*1 L11*1", "a", "1", "b", "2", "m", "e"]);
@@ -57,10 +57,10 @@ describe("the apply's FCALL", () => {
 
   it("given a guard, then the control key follows the stored keys and the guard leads the arguments", () => {
     const call: ApplyCall = { generation: 12, identity: "mur_2", expectedVersion: 0, watermarks: new Map(), ops: new PartOps(), guard: { partition: "t:4", from: 9_007_199_254_740_993n } };
-    const all = bulks(applyCommandBytes(FN, "p", call));
+    const all = bulks(applyCommandBytes(FN, "p", call).bytes);
     expect(all.slice(2, 4)).toEqual(["12", "p:g12:{mur_2}:m"]);
     expect(all.slice(14)).toEqual(["p:control", "12", "t:4", "9007199254740993", "0", "0", ""]);
-    expect(applyCommandBytes(FN, "p", call).equals(listed("p", call))).toBe(true);
+    expect(applyCommandBytes(FN, "p", call).bytes.equals(listed("p", call))).toBe(true);
   });
 
   it("equals the listed call for any plan: every opcode and part, runs past 1,000 ops, offsets past 2^53, any text", () => {
@@ -80,7 +80,7 @@ describe("the apply's FCALL", () => {
         if (withDel) ops.push({ op: "DEL", part: "hl", field: "", value: "" });
         const plan = withDel ? ops.filter((o) => o.op === "DEL" || o.part !== "hl") : ops;
         const call: ApplyCall = { generation, identity, expectedVersion: version, watermarks: new Map(marks), ops: PartOps.from(plan), guard: g };
-        expect(applyCommandBytes(FN, prefix, call).equals(listed(prefix, call))).toBe(true);
+        expect(applyCommandBytes(FN, prefix, call).bytes.equals(listed(prefix, call))).toBe(true);
       }),
       { numRuns: 300 },
     );
@@ -88,7 +88,7 @@ describe("the apply's FCALL", () => {
     const many: PartOp[] = [];
     for (let i = 0; i < 2_500; i++) many.push({ op: "HSET", part: "h", field: `f${i}`, value: "v" }, { op: "ZADD", part: "hi", field: `m${i}`, value: "" });
     const call: ApplyCall = { generation: 1, identity: "mur_3", expectedVersion: 2, watermarks: new Map([["w:t:1", 5n]]), ops: PartOps.from(many), guard: null };
-    const bytes = applyCommandBytes(FN, "p", call);
+    const bytes = applyCommandBytes(FN, "p", call).bytes;
     expect(bulks(bytes)[18]).toBe("H5*1000 Z6*1000 H5*1000 Z6*1000 H5*500 Z6*500");
     expect(bytes.equals(listed("p", call))).toBe(true);
   });

@@ -16,6 +16,7 @@ import { planRuns, runOp, type OpCode, type PartOps, type RunPlan } from "../../
 import type { PositionGuard } from "../../fold/identity-store.js";
 import { STORED_PARTS } from "../../fold/stored-names.js";
 import { digitsOf, startCommand, type AsciiPiece } from "./encoded-command.js";
+import type { LentBytes } from "./lent-commands.js";
 import { STORED_KEY_TAILS, controlKey, storedKeyHead, storedKeys } from "./keys.js";
 
 /** mufold_apply_v4's opcodes (mufold_v1.lua). */
@@ -47,8 +48,8 @@ export function applyKeysAndArguments(prefix: string, call: ApplyCall): { keys: 
   return { keys, args };
 }
 
-/** The FCALL of `fn` with the call's keys and arguments, as RESP bytes (one node's path). */
-export function applyCommandBytes(fn: string, prefix: string, call: ApplyCall): Buffer {
+/** The FCALL of `fn` with the call's keys and arguments, as RESP bytes (one node's path), lent (lent-commands.ts). */
+export function applyCommandBytes(fn: string, prefix: string, call: ApplyCall): LentBytes {
   const { guard, watermarks, ops, identity } = call;
   const plan = planRuns(ops);
   const keys = STORED_KEY_TAILS.length + (guard !== null ? 1 : 0);
@@ -72,7 +73,7 @@ export function applyCommandBytes(fn: string, prefix: string, call: ApplyCall): 
   out.bulkAscii(programBytes(plan), writeProgram);
   programPlan = null;
   forEachOperand(plan, ops, (operand) => out.bulkOf(operand));
-  return out.end();
+  return out.endLent();
 }
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);

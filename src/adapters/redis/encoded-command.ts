@@ -10,6 +10,7 @@
  * list (the store uses the plain call there).
  */
 import { Command } from "ioredis";
+import { lend, type LentBytes } from "./lent-commands.js";
 
 /** Grown to the largest command seen; every command is copied out of it into a Buffer of its own. */
 let scratch = Buffer.allocUnsafe(64 * 1024);
@@ -55,6 +56,8 @@ export interface CommandWriter {
   bulkAscii(bytes: number, write: (piece: AsciiPiece) => void): CommandWriter;
   /** The command's bytes, in a Buffer of its own: a command may wait in the offline queue and be written again after a reconnect. */
   end(): Buffer;
+  /** The command's bytes, lent (lent-commands.ts): give them back once Redis has replied to them. */
+  endLent(): LentBytes;
 }
 
 /** What bulkAscii's writer appends: ASCII text (not checked), or a non-negative integer. */
@@ -115,6 +118,9 @@ const writer: CommandWriter = {
   },
   end(): Buffer {
     return Buffer.from(scratch.subarray(0, cursor));
+  },
+  endLent(): LentBytes {
+    return lend(scratch, cursor);
   },
 };
 

@@ -11,6 +11,7 @@ import { Redis, type Cluster } from "ioredis";
 import { assertFcallRouting, isCluster } from "./connect.js";
 import { classifyRedisError } from "./errors.js";
 import { EncodedCommand, encodeCommand } from "./encoded-command.js";
+import type { LentBytes } from "./lent-commands.js";
 
 export type FunctionCommand = "FCALL" | "FCALL_RO";
 
@@ -34,11 +35,16 @@ export class FunctionCaller {
     }
   }
 
-  /** A call of `fn` already encoded (one node only: `encoded`), e.g. by apply-command.ts. */
-  async send(command: FunctionCommand, fn: string, bytes: Buffer): Promise<unknown> {
+  /**
+   * A call of `fn` already encoded (one node only: `encoded`), e.g. by apply-command.ts. Its lent bytes
+   * (lent-commands.ts) are given back once Redis replied; after an error they are kept, as ioredis may still write them.
+   */
+  async send(command: FunctionCommand, fn: string, lent: LentBytes): Promise<unknown> {
     if (!this.encoded) throw new Error(`${fn}: pre-encoded calls go to one node only`);
     try {
-      return await this.redis.sendCommand(new EncodedCommand(command, bytes));
+      const reply = await this.redis.sendCommand(new EncodedCommand(command, lent.bytes));
+      lent.giveBack();
+      return reply;
     } catch (err) {
       throw classifyRedisError(err, fn);
     }

@@ -82,9 +82,9 @@ export class RedisIdentityStore implements IdentityStore {
     const call: ApplyCall = { generation, identity, expectedVersion, watermarks, ops: PartOps.from(ops), guard: guarded ? guard : null };
     let reply: Promise<unknown>;
     if (this.functions.encoded) {
-      const bytes = applyCommandBytes(INDEXED_APPLY_FUNCTION, this.prefix, call);
+      const lent = applyCommandBytes(INDEXED_APPLY_FUNCTION, this.prefix, call);
       this.coalescer?.beforeCommand();
-      reply = this.functions.send("FCALL", INDEXED_APPLY_FUNCTION, bytes);
+      reply = this.functions.send("FCALL", INDEXED_APPLY_FUNCTION, lent);
     } else {
       const { keys, args } = applyKeysAndArguments(this.prefix, call);
       this.coalescer?.beforeCommand();
