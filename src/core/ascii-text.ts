@@ -5,6 +5,8 @@
  * A piece that is not ASCII (or a number `digits` does not write) spoils the
  * text (`text()` is then null), and the caller writes it the other way.
  */
+import type { ByteLender } from "./byte-lender.js";
+
 /** Powers of ten a double holds exactly, by exponent. */
 const POW10 = Array.from({ length: 16 }, (_, i) => 10 ** i);
 
@@ -100,16 +102,9 @@ export class AsciiText {
     return this.ascii ? this.buf.toString("latin1", 0, this.used) : null;
   }
 
-  /**
-   * A copy of the bytes written since `start` in a Buffer of their own (from
-   * Node's pool when short: only the view is on the V8 heap); null when a
-   * piece was not ASCII. This text's buffer stays its own.
-   */
-  bytes(): Buffer | null {
-    if (!this.ascii) return null;
-    const out = Buffer.allocUnsafe(this.used);
-    this.buf.copy(out, 0, 0, this.used);
-    return out;
+  /** The bytes written since `start`, lent by `lender` (byte-lender.ts); null when a piece was not ASCII. */
+  lent(lender: ByteLender): Buffer | null {
+    return this.ascii ? lender.lend(this.buf, 0, this.used) : null;
   }
 
   /**

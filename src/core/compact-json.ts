@@ -13,7 +13,7 @@ import { canonicalJson, floatJson, needsEscape, quote, sortedKeys } from "./cano
 import { PyFloat, type PyValue } from "./pyvalue.js";
 import type { LabelSummaryEntry, ReducedSubject } from "./subject.js";
 import { AsciiText } from "./ascii-text.js";
-import type { Fragment } from "./fragment.js";
+import { FRAGMENTS, type Fragment } from "./fragment.js";
 
 /** Token i is the character 0x21 + i. Append only: stored fragments name keys by position. */
 export const KEY_TOKENS = [
@@ -227,10 +227,10 @@ export function storedSubject(s: ReducedSubject): string {
   return subjectAscii(s, STORED_SUBJECT) ?? storedSubjectSlow(s);
 }
 
-/** storedSubject as a fragment: its bytes when ASCII (a fold's subjects always are). */
+/** storedSubject as a fragment: its bytes, lent, when ASCII (a fold's subjects always are). */
 export function storedSubjectFragment(s: ReducedSubject): Fragment {
   putSubject(s, STORED_SUBJECT);
-  return text.bytes() ?? storedSubjectSlow(s);
+  return text.lent(FRAGMENTS) ?? storedSubjectSlow(s);
 }
 
 /** storedSubject by concatenation: any text. */

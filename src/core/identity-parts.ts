@@ -46,7 +46,7 @@ import { rejectedProjection } from "./reducer.js";
 import { FactorList } from "./subject.js";
 import { historyEntryFragment } from "./observation-json.js";
 import { historyMember } from "./sort-keys.js";
-import type { Fragment } from "./fragment.js";
+import { giveBackFragment, type Fragment } from "./fragment.js";
 import { insertAt, removeAt } from "./list-edit.js";
 import { PickedMap } from "./picked-map.js";
 
@@ -495,7 +495,9 @@ export class IdentityParts {
     const dirty = this.touched();
     if (!dirty.history.has(id)) {
       // Accepted at the last flush (its first change since), so stored: what it was, for the flush to take back.
-      const hash = partHash(historyEntryFragment(version.representative, version.fingerprint, group.subjectId));
+      const fragment = historyEntryFragment(version.representative, version.fingerprint, group.subjectId);
+      const hash = partHash(fragment);
+      giveBackFragment(fragment);
       (dirty.gone ??= new Map()).set(id, { part: { member: version.member, fragment: "" }, hash });
     }
     if (group.items === group.chronoObs) group.items.pop(); // its one observation, in the one list of both orders
@@ -509,6 +511,7 @@ export class IdentityParts {
     }
     dirty.groups.add(group);
     version.group = null;
+    giveBackFragment(version.fragment); // made by an accept since the last flush, or "" (released)
     version.fragment = "";
     dirty.history.add(id);
     if (this.latest === version.representative) this.latestStale = true;
@@ -635,8 +638,16 @@ export class IdentityParts {
    * fragment, so a cached model keeps only what it compares.
    */
   release(changes: PartsChanges): void {
-    for (const { after } of changes.subjects) if (after !== undefined) after.fragment = "";
-    for (const { after } of changes.history) if (after !== undefined) after.fragment = "";
+    for (const { after } of changes.subjects) {
+      if (after === undefined) continue;
+      giveBackFragment(after.fragment); // (the plan's ops, the only other holder, are done with)
+      after.fragment = "";
+    }
+    for (const { after } of changes.history) {
+      if (after === undefined) continue;
+      giveBackFragment(after.fragment);
+      after.fragment = "";
+    }
   }
 
   /** Past the bound for good: drop everything but the delivery count (the caller deletes the stored parts). */

@@ -7,7 +7,7 @@
 import { floatJson, quote } from "./canonical-json.js";
 import { CompactText, compactKey as k, compactString } from "./compact-json.js";
 import type { Observation } from "./observation-model.js";
-import type { Fragment } from "./fragment.js";
+import { FRAGMENTS, type Fragment } from "./fragment.js";
 import type { Scope } from "./fields.js";
 
 /** canonicalJson of a scope, written by its keys in canonical order. */
@@ -102,10 +102,10 @@ export function historyEntryStored(o: Observation, fingerprint: string, subjectI
   return historyEntryAscii(o, fingerprint, subjectId) ?? historyEntrySlow(o, fingerprint, subjectId);
 }
 
-/** historyEntryStored as a fragment: its bytes when ASCII (as a fold's entries are but for a non-ASCII created_at). */
+/** historyEntryStored as a fragment: its bytes, lent, when ASCII (as a fold's entries are but for a non-ASCII created_at). */
 export function historyEntryFragment(o: Observation, fingerprint: string, subjectId: string): Fragment {
   putHistoryEntry(text.start(), o, fingerprint, subjectId, STORED);
-  return text.bytes() ?? historyEntrySlow(o, fingerprint, subjectId);
+  return text.lent(FRAGMENTS) ?? historyEntrySlow(o, fingerprint, subjectId);
 }
 
 function historyEntrySlow(o: Observation, fingerprint: string, subjectId: string): string {

@@ -17,7 +17,7 @@ import { contentDigest, elementsOfParts } from "../support/content-digest.js";
 import { contextOfObservation } from "../../src/core/identity.js";
 import { emptyIdentityState, foldDelivery } from "../../src/core/identity-state.js";
 import { computeParts } from "../../src/core/packet-parts.js";
-import { fragmentText } from "../../src/core/fragment.js";
+import { FRAGMENTS, fragmentText } from "../../src/core/fragment.js";
 
 import { sourceRecord } from "../support/source-record.js";
 import type { SourceRecord } from "../../src/fold/source-record.js";
@@ -859,4 +859,19 @@ describe("given two models of one identity, one that lets go of its fragments at
       expect(await store.read(G, first!.identity)).toBe(reducerPackets(observations(all, 0, all.length - 1)).get(first!.identity));
     });
   }
+});
+
+describe("given a worker whose applies land", () => {
+  it("when it folds batches (new, repeated, conflicting, earlier deliveries, a reloaded model), then every fragment it made goes back to be written again", async () => {
+    const all = oneIdentity(240, { duplicateRate: 0.2, conflictRate: 0.1, seed: 5 });
+    const store = new MemoryIdentityStore();
+    const before = FRAGMENTS.out;
+    const applier = worker(store);
+    for (let from = 0; from < 200; from += 20) await applier.applyAll(G, delivered(all, from, from + 19));
+    await applier.applyAll(G, delivered(all, 150, 179)); // all redelivered: nothing applied
+    expect(FRAGMENTS.out).toBe(before);
+    await worker(store).applyAll(G, delivered(all, 200, 239)); // a model loaded from the store
+    expect(FRAGMENTS.out).toBe(before);
+    await expectPacketOf(store, observations(all, 0, 239));
+  });
 });
