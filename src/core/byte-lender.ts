@@ -62,10 +62,14 @@ export class ByteLender {
     return slab.bytes.subarray(at, at + length);
   }
 
-  /** `view`, lent by `lend`, is read by nobody any more. A view not lent here is ignored; one lent here, given back twice, is a bug. */
+  /**
+   * `view`, lent by `lend`, is read by nobody any more. A view not lent here is ignored. One given back twice is a
+   * bug that could free room another view holds: it throws when it finds its slab with nothing out.
+   */
   giveBack(view: Uint8Array): void {
     const slab = this.slabs.get(view.buffer);
     if (slab === undefined) return;
+    if (slab.out === 0) throw new Error("ByteLender.giveBack: a view given back twice (its slab has nothing out)");
     this.outNow--;
     if (--slab.out > 0) return;
     slab.used = 0; // nothing lent from it is out: it is filled again from its start

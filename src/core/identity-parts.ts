@@ -493,7 +493,10 @@ export class IdentityParts {
     const group = version.group!;
     const id = version.representative.observation_id;
     const dirty = this.touched();
-    if (!dirty.history.has(id)) {
+    // Its fragment was made by an accept since the last flush (in no plan's ops yet), or at or before that flush:
+    // released then (""), or held by the ops of a plan that did not land, which only the model's owner may drop.
+    const madeSinceFlush = dirty.history.has(id);
+    if (!madeSinceFlush) {
       // Accepted at the last flush (its first change since), so stored: what it was, for the flush to take back.
       const fragment = historyEntryFragment(version.representative, version.fingerprint, group.subjectId);
       const hash = partHash(fragment);
@@ -511,7 +514,7 @@ export class IdentityParts {
     }
     dirty.groups.add(group);
     version.group = null;
-    giveBackFragment(version.fragment); // made by an accept since the last flush, or "" (released)
+    if (madeSinceFlush) giveBackFragment(version.fragment);
     version.fragment = "";
     dirty.history.add(id);
     if (this.latest === version.representative) this.latestStale = true;

@@ -66,6 +66,13 @@ describe("ByteLender", () => {
     views.forEach((v, i) => expect(v.equals(bytesOf(i, 1000))).toBe(true));
   });
 
+  it("throws on a view given back twice once its slab has nothing out (it would free room another view holds)", () => {
+    const lender = new ByteLender(4096);
+    const a = lender.lend(bytesOf(1, 10), 0, 10);
+    lender.giveBack(a);
+    expect(() => lender.giveBack(a)).toThrow(/given back twice/);
+  });
+
   it("gives a range over a quarter of a slab bytes of its own, and ignores a view it did not lend", () => {
     const lender = new ByteLender(4096);
     const big = lender.lend(bytesOf(7, 1025), 0, 1025);
