@@ -7,7 +7,7 @@
  * the system, nearly every page of them was a fresh one, faulted in and zeroed,
  * and the churn of memory outside the heap set off full collections (a profile
  * of the fold: ~7% of a worker's CPU in allocating and first writing Buffers;
- * 6 full collections in a 100,000-record fold against 8–12). A slab whose bytes
+ * 4–8 full collections in a 100,000-record fold against 8–12). A slab whose bytes
  * were all given back is written again while its pages are warm.
  *
  * Each lent view is given back at most once, and only when nothing will read it
