@@ -209,6 +209,12 @@ function withFingerprint(versions: readonly KeptVersion[], fingerprint: string):
  */
 type Versions = KeptVersion | KeptVersion[];
 
+/** The store holds `part`'s fragment: give it back (the plan's ops, its only other holder, are done with it). */
+function letGo(part: { fragment: Fragment }): void {
+  giveBackFragment(part.fragment);
+  part.fragment = "";
+}
+
 /** An id's history part: its version while it is accepted (one version, in a subject group). */
 function historyOf(versions: Versions): KeptVersion | undefined {
   return Array.isArray(versions) || versions.group === null ? undefined : versions;
@@ -641,16 +647,8 @@ export class IdentityParts {
    * fragment, so a cached model keeps only what it compares.
    */
   release(changes: PartsChanges): void {
-    for (const { after } of changes.subjects) {
-      if (after === undefined) continue;
-      giveBackFragment(after.fragment); // (the plan's ops, the only other holder, are done with)
-      after.fragment = "";
-    }
-    for (const { after } of changes.history) {
-      if (after === undefined) continue;
-      giveBackFragment(after.fragment);
-      after.fragment = "";
-    }
+    for (const { after } of changes.subjects) if (after !== undefined) letGo(after);
+    for (const { after } of changes.history) if (after !== undefined) letGo(after);
   }
 
   /** Past the bound for good: drop everything but the delivery count (the caller deletes the stored parts). */

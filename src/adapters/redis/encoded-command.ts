@@ -12,7 +12,7 @@
 import { Command } from "ioredis";
 import { lend, type LentBytes } from "./lent-commands.js";
 
-/** Grown to the largest command seen; every command is copied out of it into a Buffer of its own. */
+/** Grown to the largest command seen; every command is copied out of it, into a Buffer of its own (`end`) or lent (`endLent`). */
 let scratch = Buffer.allocUnsafe(64 * 1024);
 
 function reserve(bytes: number, used: number): void {
