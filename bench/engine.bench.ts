@@ -9,7 +9,7 @@
  * barely moves between runs. Run it on two checkouts, alternating, to
  * compare them side by side.
  *
- *   npx tsx bench/engine.bench.ts [--records 100000] [--batch 500] [--order partition|interleaved] [--runs 3] [--forgotten]
+ *   npx tsx bench/engine.bench.ts [--records 100000] [--batch 500] [--order partition|interleaved] [--runs 3] [--forgotten] [--hashes]
  *
  * --order: each partition's batches one partition after another (default), or
  * interleaved across the partitions, as a worker reading all of them meets them.

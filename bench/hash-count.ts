@@ -1,12 +1,15 @@
 /**
  * The engine's sha256 calls, counted (bench/engine.bench.ts --hashes): imported
  * before any mufold module, it wraps node:crypto's one-shot `hash` (what
- * src/core/digest.ts and part-hash.ts call) when `--hashes` is on the command
- * line, and records each call's input length and output encoding. `replay`
- * then makes the same calls again over bytes of those lengths, alone, so a
- * run can say what its hashing costs at least: the calls without the engine
- * around them (warm caches, no collector), a floor of the engine's CPU that
- * no change to its data structures removes.
+ * src/core/digest.ts, part-hash.ts and identity-parts.ts call) when `--hashes` is on the command
+ * line, and records each call's input length and output encoding, in typed
+ * arrays (outside the V8 heap: the run's heap traffic stays the engine's).
+ * `takeAndReplay` then makes the same calls again over bytes of those lengths,
+ * alone, so a run can say what these calls cost at least: without the engine
+ * around them (warm caches, no collector, a Buffer where the engine hashed a
+ * string and paid for encoding it). The wrapper's own work runs inside the
+ * measured loop: with `--hashes`, the engine's CPU in the first table is a
+ * little higher than without.
  */
 import * as crypto from "node:crypto";
 import { createRequire, syncBuiltinESMExports } from "node:module";
@@ -14,17 +17,34 @@ import { createRequire, syncBuiltinESMExports } from "node:module";
 type Encoding = "hex" | "binary" | "base64" | "buffer" | undefined;
 type OneShot = (algorithm: string, data: string | Uint8Array, encoding?: Encoding) => string | Buffer;
 
-const lengths: number[] = [];
-const encodings: Encoding[] = [];
+const ENCODINGS: readonly Encoding[] = ["hex", "binary", "base64", "buffer", undefined];
+let lengths = new Int32Array(1 << 20);
+let encodings = new Uint8Array(1 << 20);
+let recorded = 0;
+
 export const counting = process.argv.includes("--hashes");
 const mutable = createRequire(import.meta.url)("node:crypto") as { hash: OneShot };
 /** The unwrapped one-shot, for the replay. */
 const original = mutable.hash;
 
+function record(length: number, encoding: Encoding): void {
+  if (recorded === lengths.length) {
+    const longer = new Int32Array(2 * recorded);
+    longer.set(lengths);
+    lengths = longer;
+    const wider = new Uint8Array(2 * recorded);
+    wider.set(encodings);
+    encodings = wider;
+  }
+  lengths[recorded] = length;
+  encodings[recorded] = ENCODINGS.indexOf(encoding);
+  recorded++;
+}
+
 if (counting) {
   mutable.hash = (algorithm, data, encoding) => {
-    lengths.push(typeof data === "string" ? Buffer.byteLength(data) : data.byteLength);
-    encodings.push(encoding);
+    // The replay makes sha256 calls: the engine makes no other (a string's length is its UTF-8 bytes').
+    if (algorithm === "sha256") record(typeof data === "string" ? Buffer.byteLength(data) : data.byteLength, encoding);
     return original(algorithm, data, encoding);
   };
   syncBuiltinESMExports(); // `import { hash } from "node:crypto"` and namespace imports see the wrapper
@@ -39,26 +59,24 @@ export interface HashCalls {
 
 /** Forget the calls recorded so far (the workload's own, made while building it). */
 export function forgetHashCalls(): void {
-  lengths.length = 0;
-  encodings.length = 0;
+  recorded = 0;
 }
 
 /** The calls recorded since the last forget or take, made again alone over bytes of their lengths; the record is emptied. */
 export function takeAndReplay(): HashCalls {
   let longest = 0;
   let bytes = 0;
-  for (const n of lengths) {
-    bytes += n;
-    if (n > longest) longest = n;
+  for (let i = 0; i < recorded; i++) {
+    bytes += lengths[i]!;
+    if (lengths[i]! > longest) longest = lengths[i]!;
   }
   const input = crypto.randomBytes(Math.max(1, longest));
   const views = new Map<number, Buffer>();
   const viewOf = (n: number) => views.get(n) ?? views.set(n, input.subarray(0, n)).get(n)!;
-  const hash = original;
   const cpu0 = process.cpuUsage();
-  for (let i = 0; i < lengths.length; i++) hash("sha256", viewOf(lengths[i]!), encodings[i]);
+  for (let i = 0; i < recorded; i++) original("sha256", viewOf(lengths[i]!), ENCODINGS[encodings[i]!]);
   const cpu = process.cpuUsage(cpu0);
-  const calls = lengths.length;
+  const calls = recorded;
   forgetHashCalls();
   return { calls, bytes, aloneUs: cpu.user + cpu.system };
 }
