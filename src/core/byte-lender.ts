@@ -45,8 +45,8 @@ export class ByteLender {
     return this.outNow;
   }
 
-  /** The bytes `source[from, to)`, copied into a slab. */
-  lend(source: Uint8Array, from: number, to: number): Buffer {
+  /** The bytes `source[from, to)`, copied into a slab (by Buffer's copy: no view of the range made, as `set` needs). */
+  lend(source: Buffer, from: number, to: number): Buffer {
     const length = to - from;
     if (length > this.slabBytes / 4) return Buffer.from(source.subarray(from, to));
     let slab = this.filling;
@@ -55,7 +55,7 @@ export class ByteLender {
       slab = this.filling = this.spare.pop() ?? this.newSlab();
     }
     const at = slab.used;
-    slab.bytes.set(source.subarray(from, to), at);
+    source.copy(slab.bytes, at, from, to);
     slab.used = (at + length + 7) & ~7;
     slab.out++;
     this.outNow++;
