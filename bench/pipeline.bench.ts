@@ -171,12 +171,17 @@ async function produceAll(settings: Settings, messages: OutMessage[]): Promise<n
  * Raw kafkajs consumption of the whole topic: wall seconds, and what reading alone costs per record (CPU, the young
  * generation's traffic), measured as the fold's: the floor under the worker's keys of the same names. In a process
  * of its own (bench/raw-kafkajs.ts): this one has loaded mufold's consumer, whose record decoder replaces kafkajs's
- * for every fetch in the process; `fastDecoder` reads with it, as the fold does.
+ * for every fetch in the process; "fast-decoder" reads with it, as the fold does, and "decide" also decides each
+ * record as the fold does and keeps nothing (the floor under any fold: `accepted` counts its accepted records).
  */
-async function rawKafkajs(settings: Settings, total: number, fastDecoder = false): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic }> {
+async function rawKafkajs(
+  settings: Settings,
+  total: number,
+  reader: "kafkajs" | "fast-decoder" | "decide" = "kafkajs",
+): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic; accepted?: number }> {
   const script = new URL("./raw-kafkajs.ts", import.meta.url).pathname;
-  const args = ["--brokers", settings.brokers.join(","), "--topic", settings.topic, "--group", `${settings.group}.raw${fastDecoder ? "-fast" : ""}`, "--records", String(total)];
-  const { stdout } = await promisify(execFile)(process.execPath, [...process.execArgv, script, ...args, ...(fastDecoder ? ["--fast-decoder"] : [])], { maxBuffer: 1 << 20 });
+  const args = ["--brokers", settings.brokers.join(","), "--topic", settings.topic, "--group", `${settings.group}.raw-${reader}`, "--records", String(total)];
+  const { stdout } = await promisify(execFile)(process.execPath, [...process.execArgv, script, ...args, ...(reader === "kafkajs" ? [] : [`--${reader}`])], { maxBuffer: 1 << 20 });
   return JSON.parse(stdout.trim().split("\n").at(-1)!) as Awaited<ReturnType<typeof rawKafkajs>>;
 }
 
@@ -201,7 +206,10 @@ function kcat(settings: Settings, path: string): number {
  * split between the main thread and the others (cpu-split.ts), its young generation's traffic (heap-traffic.ts), and
  * the CPU Redis and the broker spent meanwhile.
  */
-async function foldOnce(settings: Settings, records = RECORDS): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic; redisUs: number; brokerUs: number | null }> {
+async function foldOnce(
+  settings: Settings,
+  records = RECORDS,
+): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic; redisUs: number; brokerUs: number | null; deadLettered: number }> {
   const broker = brokerPid();
   const redis0 = await redisCpuSeconds(settings.redisUrl);
   const broker0 = broker === null ? null : processCpuSeconds(broker);
@@ -220,7 +228,8 @@ async function foldOnce(settings: Settings, records = RECORDS): Promise<{ second
   const broker1 = broker === null ? null : processCpuSeconds(broker);
   const redisUs = ((await redisCpuSeconds(settings.redisUrl)) - redis0) * 1e6 / records;
   await worker.stop();
-  return { seconds, cpuUs: cpu.user + cpu.system, split: threads, traffic, redisUs, brokerUs: broker0 === null || broker1 === null ? null : ((broker1 - broker0) * 1e6) / records };
+  const brokerUs = broker0 === null || broker1 === null ? null : ((broker1 - broker0) * 1e6) / records;
+  return { seconds, cpuUs: cpu.user + cpu.system, split: threads, traffic, redisUs, brokerUs, deadLettered: worker.counters.deadLettered };
 }
 
 /**
@@ -440,11 +449,16 @@ if (run("fold")) {
   out("produce (one producer, idempotent, acks=all, zstd)", Math.round(RECORDS / produceSeconds), "observations/s");
   out("  its CPU per record (this process: kafkajs, zstd; the records built before)", produceUs.toFixed(1), "µs");
   const { seconds: raw, ...rawCost } = await rawKafkajs(settings, RECORDS);
-  const { seconds: rawFast, ...rawFastCost } = await rawKafkajs(settings, RECORDS, true);
+  const { seconds: rawFast, ...rawFastCost } = await rawKafkajs(settings, RECORDS, "fast-decoder");
+  const { seconds: rawDecide, ...rawDecideCost } = await rawKafkajs(settings, RECORDS, "decide");
   const kc = kcat(settings, kcatPath);
   const memBefore = await redisMemory(settings.redisUrl);
   const netBefore = await redisNetInput(settings.redisUrl);
-  const { seconds: fold, cpuUs, split, traffic, redisUs, brokerUs } = await foldOnce(settings);
+  const { seconds: fold, cpuUs, split, traffic, redisUs, brokerUs, deadLettered } = await foldOnce(settings);
+  // The decide-only reader must have decided as the fold did: else its floor is of other work.
+  if (rawDecideCost.accepted !== RECORDS - deadLettered) {
+    throw new Error(`read and decide accepted ${rawDecideCost.accepted} records, the fold ${RECORDS - deadLettered} (${deadLettered} dead-lettered)`);
+  }
   const netAfter = await redisNetInput(settings.redisUrl);
   const memAfter = await redisMemory(settings.redisUrl);
   const { rate: replay1, machine: machine1, split: replaySplit, cpuUs: replayCpu1 } = await verifiedReplay(settings, 1);
@@ -468,6 +482,12 @@ if (run("fold")) {
   out(
     "  the same with mufold's record decoder (as the fold reads): records/s, CPU per record, young bytes allocated / promoted",
     `${Math.round(RECORDS / rawFast)}, ${(rawFastCost.cpuUs / RECORDS).toFixed(1)}, ${rawFastCost.traffic.allocatedBytes} / ${rawFastCost.traffic.promotedBytes}`,
+    "records/s, µs, bytes",
+  );
+  const splitCell = (s: ThreadSplit | null) => (s === null ? "not measured" : `${s.mainUs.toFixed(1)} / ${s.otherUs.toFixed(1)}`);
+  out(
+    "  the same, each record also decided as the fold decides, nothing kept: records/s, CPU per record (main / other threads), young bytes allocated / promoted",
+    `${Math.round(RECORDS / rawDecide)}, ${(rawDecideCost.cpuUs / RECORDS).toFixed(1)} (${splitCell(rawDecideCost.split)}), ${rawDecideCost.traffic.allocatedBytes} / ${rawDecideCost.traffic.promotedBytes}`,
     "records/s, µs, bytes",
   );
   out("kcat consumption (librdkafka, to /dev/null)", Math.round(RECORDS / kc), "records/s");
@@ -530,6 +550,12 @@ if (run("fold")) {
     raw_mufold_decoder_records_per_s: Math.round(RECORDS / rawFast),
     raw_mufold_decoder_cpu_us_per_record: round(rawFastCost.cpuUs / RECORDS, 1),
     raw_mufold_decoder_young_allocated_bytes_per_record: rawFastCost.traffic.allocatedBytes,
+    raw_decide_records_per_s: Math.round(RECORDS / rawDecide),
+    raw_decide_cpu_us_per_record: round(rawDecideCost.cpuUs / RECORDS, 1),
+    raw_decide_main_thread_us_per_record: rawDecideCost.split === null ? null : round(rawDecideCost.split.mainUs, 1),
+    raw_decide_other_threads_us_per_record: rawDecideCost.split === null ? null : round(rawDecideCost.split.otherUs, 1),
+    raw_decide_young_allocated_bytes_per_record: rawDecideCost.traffic.allocatedBytes,
+    raw_decide_promoted_bytes_per_record: rawDecideCost.traffic.promotedBytes,
     fold_over_raw: round(raw / fold, 3),
     worker_cpu_us_per_record: Math.round(cpuUs / RECORDS),
     worker_cpu_cores_during_fold: round(cpuUs / 1e6 / fold),
