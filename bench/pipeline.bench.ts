@@ -82,6 +82,7 @@ import { WORKER_NODE_FLAGS, mufoldBin } from "../consumers/fold/fold-process.js"
 import { FoldWorker } from "../consumers/fold/fold-worker.js";
 import { runReplay } from "../consumers/replay/replay.js";
 import { observationRecord } from "../src/client/producer.js";
+import { identitySetDigest } from "./identity-set.js";
 import { workload } from "./partitioned-workload.js";
 import { openSender } from "../producers/produce.js";
 import { simulate } from "../producers/simulation.js";
@@ -178,11 +179,30 @@ async function rawKafkajs(
   settings: Settings,
   total: number,
   reader: "kafkajs" | "fast-decoder" | "decide" = "kafkajs",
-): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic; accepted?: number }> {
+): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic; seen: number; accepted?: number; identities?: string }> {
   const script = new URL("./raw-kafkajs.ts", import.meta.url).pathname;
   const args = ["--brokers", settings.brokers.join(","), "--topic", settings.topic, "--group", `${settings.group}.raw-${reader}`, "--records", String(total)];
-  const { stdout } = await promisify(execFile)(process.execPath, [...process.execArgv, script, ...args, ...(reader === "kafkajs" ? [] : [`--${reader}`])], { maxBuffer: 1 << 20 });
+  // Read as this run's worker reads and decides (its fetches, its reducer version and value bound), stated, not assumed.
+  const asTheFold = [
+    "--fetch-max-bytes", String(settings.fetchMaxBytes), "--partition-fetch-max-bytes", String(settings.partitionFetchMaxBytes),
+    "--partitions-concurrency", String(settings.partitionsConcurrency), "--reducer-version", settings.reducerVersion, "--max-value-bytes", String(settings.maxValueBytes),
+  ];
+  const { stdout } = await promisify(execFile)(process.execPath, [...process.execArgv, script, ...args, ...(reader === "kafkajs" ? [] : [`--${reader}`, ...asTheFold])], { maxBuffer: 1 << 20 });
   return JSON.parse(stdout.trim().split("\n").at(-1)!) as Awaited<ReturnType<typeof rawKafkajs>>;
+}
+
+/**
+ * The decide-only reader must have read every record once and decided them as the fold did (as many accepted, the
+ * same identities), else its floor is of other work; a fold that read a record twice leaves nothing to
+ * compare against, which fails too.
+ */
+function checkDecidedAsTheFold(reader: { seen: number; accepted?: number; identities?: string }, fold: { consumed: number; deadLettered: number; identities: string }): void {
+  const problems: string[] = [];
+  if (reader.seen !== RECORDS) problems.push(`the reader read ${reader.seen} records of ${RECORDS}`);
+  if (fold.consumed !== RECORDS) problems.push(`the fold read ${fold.consumed} records of ${RECORDS}`);
+  if (reader.accepted !== fold.consumed - fold.deadLettered) problems.push(`the reader accepted ${reader.accepted}, the fold ${fold.consumed - fold.deadLettered}`);
+  if (reader.identities !== fold.identities) problems.push(`the reader's accepted records make other identities than the fold indexed (digests ${reader.identities}, ${fold.identities})`);
+  if (problems.length > 0) throw new Error(`read and decide did not decide as the fold: ${problems.join("; ")}`);
 }
 
 async function brokerTopics(settings: Settings): Promise<number> {
@@ -209,7 +229,7 @@ function kcat(settings: Settings, path: string): number {
 async function foldOnce(
   settings: Settings,
   records = RECORDS,
-): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic; redisUs: number; brokerUs: number | null; deadLettered: number }> {
+): Promise<{ seconds: number; cpuUs: number; split: ThreadSplit | null; traffic: HeapTraffic; redisUs: number; brokerUs: number | null; consumed: number; deadLettered: number }> {
   const broker = brokerPid();
   const redis0 = await redisCpuSeconds(settings.redisUrl);
   const broker0 = broker === null ? null : processCpuSeconds(broker);
@@ -229,7 +249,8 @@ async function foldOnce(
   const redisUs = ((await redisCpuSeconds(settings.redisUrl)) - redis0) * 1e6 / records;
   await worker.stop();
   const brokerUs = broker0 === null || broker1 === null ? null : ((broker1 - broker0) * 1e6) / records;
-  return { seconds, cpuUs: cpu.user + cpu.system, split: threads, traffic, redisUs, brokerUs, deadLettered: worker.counters.deadLettered };
+  const { consumed, deadLettered } = worker.counters;
+  return { seconds, cpuUs: cpu.user + cpu.system, split: threads, traffic, redisUs, brokerUs, consumed, deadLettered };
 }
 
 /**
@@ -268,6 +289,17 @@ async function liveIdentities(settings: Settings): Promise<number> {
   try {
     const generation = await new RedisControlStore(r, settings.prefix).liveGeneration();
     return generation === null ? 0 : await r.scard(indexKey(settings.prefix, generation));
+  } finally {
+    await r.quit();
+  }
+}
+
+/** The live generation's identities, as one digest (identity-set.ts). */
+async function liveIdentitySet(settings: Settings): Promise<string> {
+  const r = new Redis(settings.redisUrl);
+  try {
+    const generation = await new RedisControlStore(r, settings.prefix).liveGeneration();
+    return identitySetDigest(generation === null ? [] : await r.smembers(indexKey(settings.prefix, generation)));
   } finally {
     await r.quit();
   }
@@ -454,17 +486,14 @@ if (run("fold")) {
   const kc = kcat(settings, kcatPath);
   const memBefore = await redisMemory(settings.redisUrl);
   const netBefore = await redisNetInput(settings.redisUrl);
-  const { seconds: fold, cpuUs, split, traffic, redisUs, brokerUs, deadLettered } = await foldOnce(settings);
-  // The decide-only reader must have decided as the fold did: else its floor is of other work.
-  if (rawDecideCost.accepted !== RECORDS - deadLettered) {
-    throw new Error(`read and decide accepted ${rawDecideCost.accepted} records, the fold ${RECORDS - deadLettered} (${deadLettered} dead-lettered)`);
-  }
+  const { seconds: fold, cpuUs, split, traffic, redisUs, brokerUs, consumed, deadLettered } = await foldOnce(settings);
   const netAfter = await redisNetInput(settings.redisUrl);
   const memAfter = await redisMemory(settings.redisUrl);
   const { rate: replay1, machine: machine1, split: replaySplit, cpuUs: replayCpu1 } = await verifiedReplay(settings, 1);
   const { rate: replay2, machine: machine2, cpuUs: replayCpu2 } = await verifiedReplay(settings, 2);
   const replayWorkerStartMs = await replayWorkerStartCpuMs();
   const identities = await liveIdentities(settings);
+  checkDecidedAsTheFold(rawDecideCost, { consumed, deadLettered, identities: await liveIdentitySet(settings) });
   // The same records again, on a topic of their own, folded by two worker processes at saturation.
   const fold2 = await foldTwoWorkers(foldWorkload());
   // A second topic of the same shape, folded by this process after everything above: the first fold's CPU includes V8
