@@ -173,7 +173,8 @@ async function produceAll(settings: Settings, messages: OutMessage[]): Promise<n
  * generation's traffic), measured as the fold's: the floor under the worker's keys of the same names. In a process
  * of its own (bench/raw-kafkajs.ts): this one has loaded mufold's consumer, whose record decoder replaces kafkajs's
  * for every fetch in the process; "fast-decoder" reads with it, as the fold does, and "decide" also decides each
- * record as the fold does and keeps nothing (the floor under any fold: `accepted` counts its accepted records).
+ * record as the fold does and keeps nothing (the floor under any fold: `seen`, `accepted` and `identities` are for
+ * checkDecidedAsTheFold).
  */
 async function rawKafkajs(
   settings: Settings,
@@ -283,27 +284,22 @@ function brokerPid(): number | null {
   }
 }
 
-/** Identities in the live generation's index (generation numbers are not 1 any more: read the control hash). */
-async function liveIdentities(settings: Settings): Promise<number> {
+/** The live generation's identities, as `read` takes them from its index (generation numbers are not 1 any more: read the control hash). */
+async function liveIndex<T>(settings: Settings, read: (r: Redis, index: string | null) => Promise<T>): Promise<T> {
   const r = new Redis(settings.redisUrl);
   try {
     const generation = await new RedisControlStore(r, settings.prefix).liveGeneration();
-    return generation === null ? 0 : await r.scard(indexKey(settings.prefix, generation));
+    return await read(r, generation === null ? null : indexKey(settings.prefix, generation));
   } finally {
     await r.quit();
   }
 }
 
+/** How many identities the live generation's index holds. */
+const liveIdentities = (settings: Settings): Promise<number> => liveIndex(settings, async (r, index) => (index === null ? 0 : r.scard(index)));
+
 /** The live generation's identities, as one digest (identity-set.ts). */
-async function liveIdentitySet(settings: Settings): Promise<string> {
-  const r = new Redis(settings.redisUrl);
-  try {
-    const generation = await new RedisControlStore(r, settings.prefix).liveGeneration();
-    return identitySetDigest(generation === null ? [] : await r.smembers(indexKey(settings.prefix, generation)));
-  } finally {
-    await r.quit();
-  }
-}
+const liveIdentitySet = (settings: Settings): Promise<string> => liveIndex(settings, async (r, index) => identitySetDigest(index === null ? [] : await r.smembers(index)));
 
 /**
  * 4: a replay of the whole topic into a shadow generation with `workers` processes, verified against the live
